@@ -1,0 +1,79 @@
+"""Shared fixtures: one trafikey-server and one Valkey for the whole session.
+
+``pair`` gives a test a fresh connection to each, both databases flushed,
+and compares their replies byte for byte.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from resp_wire import Wire  # noqa: E402
+from servers import Proc, start_trafikey, start_valkey  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def valkey_server() -> Iterator[Proc]:
+    p = start_valkey()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="session")
+def trafikey_server() -> Iterator[Proc]:
+    p = start_trafikey()
+    yield p
+    p.stop()
+
+
+class Pair:
+    """The same requests to Valkey (the oracle) and trafikey-server."""
+
+    def __init__(self, valkey: Wire, trafikey: Wire) -> None:
+        self.v = valkey
+        self.t = trafikey
+
+    def both(self, *args: object) -> tuple[bytes, bytes]:
+        return self.v.call(*args), self.t.call(*args)  # type: ignore[arg-type]
+
+    def check(self, *args: object) -> bytes:
+        """Send to both; the replies must be identical bytes."""
+        v, t = self.both(*args)
+        assert t == v, f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
+        return v
+
+    def check_all(self, *commands: tuple) -> list[bytes]:
+        return [self.check(*cmd) for cmd in commands]
+
+    def close(self) -> None:
+        self.v.close()
+        self.t.close()
+
+
+def _fresh(port: int, proto: int) -> Wire:
+    w = Wire(port)
+    assert w.call("FLUSHALL") == b"+OK\r\n"
+    if proto == 3:
+        w.call("HELLO", "3")
+    return w
+
+
+@pytest.fixture
+def pair(valkey_server: Proc, trafikey_server: Proc) -> Iterator[Pair]:
+    p = Pair(_fresh(valkey_server.port, 2), _fresh(trafikey_server.port, 2))
+    yield p
+    p.close()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def pair23(request: pytest.FixtureRequest, valkey_server: Proc, trafikey_server: Proc) -> Iterator[Pair]:
+    """A pair in RESP2 and again in RESP3."""
+    p = Pair(_fresh(valkey_server.port, request.param), _fresh(trafikey_server.port, request.param))
+    yield p
+    p.close()

@@ -1,0 +1,111 @@
+"""A raw RESP connection for tests: requests out, each reply's exact bytes back.
+
+Differential tests compare replies byte for byte, so they need the reply as
+it crossed the wire, not as a client library decoded it. ``reply_end``
+frames one RESP2/RESP3 reply without interpreting it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+
+def encode(*args: bytes | str | int | float) -> bytes:
+    parts = []
+    for a in args:
+        if isinstance(a, bytes):
+            parts.append(a)
+        elif isinstance(a, str):
+            parts.append(a.encode())
+        else:
+            parts.append(repr(a).encode() if isinstance(a, float) else str(a).encode())
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+def _line_end(buf: bytes, pos: int) -> int:
+    i = buf.find(b"\r\n", pos)
+    return -1 if i < 0 else i
+
+
+def reply_end(buf: bytes, pos: int = 0) -> int:
+    """Offset just past the reply starting at pos, or -1 if incomplete."""
+    if pos >= len(buf):
+        return -1
+    t = buf[pos : pos + 1]
+    eol = _line_end(buf, pos)
+    if eol < 0:
+        return -1
+    head = buf[pos + 1 : eol]
+    nxt = eol + 2
+    if t in b"+-:,_#(":
+        return nxt
+    if t in b"$=!":
+        n = int(head)
+        if n < 0:
+            return nxt
+        end = nxt + n + 2
+        return end if end <= len(buf) else -1
+    if t in b"*~>%|":
+        n = int(head)
+        if n < 0:
+            return nxt
+        count = n * 2 if t in b"%|" else n
+        p = nxt
+        for _ in range(count):
+            p = reply_end(buf, p)
+            if p < 0:
+                return -1
+        if t == b"|":  # an attribute precedes the real reply
+            return reply_end(buf, p)
+        return p
+    raise ValueError(f"not RESP at {pos}: {buf[pos:pos + 40]!r}")
+
+
+class Wire:
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+        self.port = port
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_reply(self) -> bytes:
+        while True:
+            end = reply_end(self.buf)
+            if end >= 0:
+                out, self.buf = self.buf[:end], self.buf[end:]
+                return out
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError(f"closed with {self.buf!r} pending")
+            self.buf += chunk
+
+    def call(self, *args: bytes | str | int | float) -> bytes:
+        self.sock.sendall(encode(*args))
+        return self.read_reply()
+
+    def pipeline(self, commands: list[tuple]) -> list[bytes]:
+        self.sock.sendall(b"".join(encode(*c) for c in commands))
+        return [self.read_reply() for _ in commands]
+
+    def read_until_closed(self, timeout: float = 5.0) -> bytes:
+        """Everything the server sends until it closes the connection."""
+        deadline = time.monotonic() + timeout
+        out = self.buf
+        self.buf = b""
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except TimeoutError:
+                raise AssertionError(f"connection still open after {timeout}s; got {out!r}") from None
+            if not chunk:
+                return out
+            out += chunk
+        raise AssertionError(f"connection still open after {timeout}s; got {out!r}")

@@ -1,0 +1,114 @@
+"""Capture the metadata of the commands we serve from a live valkey-server.
+
+The command table (trafikey_server/commands/table.json) is data, as Valkey's
+own src/commands/*.json is. Its Valkey-defined facts (arity, flags, ACL
+categories, key specs, tips, docs) must be exactly what Valkey 9.1 answers to
+COMMAND INFO / COMMAND DOCS, so they are read from a running server instead of
+being typed in. The handler and capability-token fields are ours and are kept
+as they are when an entry is refreshed.
+
+Usage: python tools/capture_command_table.py PORT NAME[|SUB,SUB...] ...
+An entry like ``client|id,setname`` captures CLIENT with only those
+subcommands; ``client`` alone captures CLIENT with no subcommands.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import hiredis
+
+TABLE = Path(__file__).resolve().parent.parent / "trafikey_server" / "commands" / "table.json"
+
+
+def _text(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, (list, tuple, set)):
+        return [_text(x) for x in v]
+    if isinstance(v, dict):
+        return {_text(k): _text(x) for k, x in v.items()}
+    return v
+
+
+def _info_row(raw: list[Any]) -> dict[str, Any]:
+    name, arity, flags, first, last, step, acl, tips, specs, subs = raw
+    return {
+        "name": name,
+        "arity": arity,
+        "flags": flags,
+        "first_key": first,
+        "last_key": last,
+        "key_step": step,
+        "acl_categories": acl,
+        "tips": tips,
+        "key_specs": specs,
+        "_subs": subs,
+    }
+
+
+class Raw:
+    """A bare RESP3 connection: redis-py reshapes COMMAND replies, we need them as sent."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.reader = hiredis.Reader()
+        self.execute_command("HELLO", "3")
+
+    def execute_command(self, *args: str) -> Any:
+        parts = [a.encode() for a in args]
+        self.sock.sendall(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
+        while True:
+            reply = self.reader.gets()
+            if reply is not False:
+                return reply
+            self.reader.feed(self.sock.recv(1 << 20))
+
+
+def capture(r: Raw, name: str, subs: list[str] | None, old: dict[str, Any]) -> dict[str, Any]:
+    info = _text(r.execute_command("COMMAND", "INFO", name))[0]
+    docs = _text(r.execute_command("COMMAND", "DOCS", name))[name]
+    row = _info_row(info)
+    subrows = {s["name"]: s for s in (_info_row(x) for x in row.pop("_subs"))}
+    subdocs = docs.pop("subcommands", {})
+    row["docs"] = docs
+    row["handler"] = old.get("handler", "")
+    if old.get("tokens"):
+        row["tokens"] = old["tokens"]
+    if subs is not None:
+        oldsubs = {s["name"]: s for s in old.get("subcommands", [])}
+        row["subcommands"] = []
+        for s in subs:
+            full = f"{name}|{s}"
+            sr = subrows[full]
+            sr.pop("_subs")
+            sr["docs"] = subdocs[full]
+            sr["handler"] = oldsubs.get(full, {}).get("handler", "")
+            row["subcommands"].append(sr)
+    return row
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    r = Raw(port)
+    table = json.loads(TABLE.read_text()) if TABLE.exists() else []
+    by_name = {row["name"]: i for i, row in enumerate(table)}
+    for arg in sys.argv[2:]:
+        name, _, sub = arg.partition("|")
+        subs = sub.split(",") if sub else None
+        old = table[by_name[name]] if name in by_name else {}
+        row = capture(r, name, subs, old)
+        if name in by_name:
+            table[by_name[name]] = row
+        else:
+            by_name[name] = len(table)
+            table.append(row)
+    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""``trafikey-server [configfile] [--name value ...]``, as valkey-server."""
+
+from __future__ import annotations
+
+import sys
+
+from . import __version__
+from .config import ConfigError, parse_args
+from .server import VALKEY_VERSION, run
+
+USAGE = """Usage: trafikey-server [/path/to/trafikey.conf] [options]
+       trafikey-server --version
+       trafikey-server --help
+
+Options are valkey.conf directives given as --name value, e.g.
+       trafikey-server --port 7777 --requirepass secret
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-v", "--version"):
+        print(f"trafikey-server v={__version__} valkey-compat={VALKEY_VERSION}")
+        return 0
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0
+    try:
+        config = parse_args(args)
+    except (ConfigError, OSError) as e:
+        print(f"\n*** FATAL CONFIG FILE ERROR (trafikey-server {__version__}) ***", file=sys.stderr)
+        print(f">>> {e}", file=sys.stderr)
+        return 1
+    return run(config)

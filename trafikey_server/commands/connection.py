@@ -1,0 +1,158 @@
+"""Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import CommandError
+from ..parsing import to_int
+from ..resp import OK, PONG, bulk
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+
+def ping(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) == 1:
+        return PONG
+    if len(argv) == 2:
+        return bulk(argv[1])
+    raise CommandError(b"ERR wrong number of arguments for 'ping' command")
+
+
+def echo(c: Client, argv: list[bytes]) -> bytes:
+    return bulk(argv[1])
+
+
+def quit(c: Client, argv: list[bytes]) -> bytes:
+    c.closing = True
+    return OK
+
+
+def select(c: Client, argv: list[bytes]) -> bytes:
+    index = to_int(argv[1])
+    if index is None:
+        raise CommandError(b"ERR value is not an integer or out of range")
+    if not 0 <= index < len(c.server.dbs):
+        raise CommandError(b"ERR DB index is out of range")
+    c.select(index)
+    return OK
+
+
+def _valid_name(name: bytes) -> bool:
+    return all(33 <= ch <= 126 for ch in name)
+
+
+def set_client_name(c: Client, name: bytes) -> None:
+    if not _valid_name(name):
+        raise CommandError(b"ERR Client names cannot contain spaces, newlines or special characters.")
+    c.name = name
+
+
+WRONGPASS = b"WRONGPASS invalid username-password pair or user is disabled."
+
+
+def check_password(c: Client, user: bytes, password: bytes) -> bool:
+    """The default user is the only user: with no requirepass it takes any
+    password, as Valkey's ``nopass`` default user does."""
+    if user != b"default":
+        return False
+    required = c.server.config.requirepass
+    if not required:
+        return True
+    import hmac
+
+    return hmac.compare_digest(required.encode(), password)
+
+
+def auth(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) > 3:
+        raise CommandError(b"ERR syntax error")
+    if len(argv) == 2:
+        if not c.server.config.requirepass:
+            raise CommandError(
+                b"ERR AUTH <password> called without any password configured for the default user. "
+                b"Are you sure your configuration is correct?"
+            )
+        user, password = b"default", argv[1]
+    else:
+        user, password = argv[1], argv[2]
+    if not check_password(c, user, password):
+        raise CommandError(WRONGPASS)
+    c.authenticated = True
+    c.user = user
+    return OK
+
+
+def hello(c: Client, argv: list[bytes]) -> bytes:
+    ver = 0
+    i = 1
+    if len(argv) >= 2:
+        v = to_int(argv[1])
+        if v is None:
+            raise CommandError(b"ERR Protocol version is not an integer or out of range")
+        if v < 2 or v > 3:
+            raise CommandError(b"NOPROTO unsupported protocol version")
+        ver = v
+        i = 2
+    user = password = name = None
+    while i < len(argv):
+        more = len(argv) - 1 - i
+        opt = argv[i].lower()
+        if opt == b"auth" and more >= 2:
+            user, password = argv[i + 1], argv[i + 2]
+            i += 3
+        elif opt == b"setname" and more >= 1:
+            name = argv[i + 1]
+            i += 2
+        else:
+            raise CommandError(b"ERR Syntax error in HELLO option '%s'" % argv[i])
+    if user is not None and password is not None:
+        if not check_password(c, user, password):
+            raise CommandError(WRONGPASS)
+        c.authenticated = True
+        c.user = user
+    if not c.authenticated:
+        raise CommandError(
+            b"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+            b"HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+            b"select the RESP protocol version at the same time"
+        )
+    if name is not None:
+        set_client_name(c, name)
+    if ver:
+        c.set_protocol(ver)
+    return hello_reply(c)
+
+
+def hello_reply(c: Client) -> bytes:
+    from ..server import VALKEY_VERSION
+
+    r = c.r
+    lua = r.map([
+        (bulk(b"name"), bulk(b"lua")),
+        (bulk(b"ver"), b":1\r\n"),
+        (bulk(b"path"), bulk(b"lua")),
+        (bulk(b"args"), b"*0\r\n"),
+    ])
+    return r.map([
+        (bulk(b"server"), bulk(b"valkey")),
+        (bulk(b"version"), bulk(VALKEY_VERSION.encode())),
+        (bulk(b"proto"), b":%d\r\n" % c.resp),
+        (bulk(b"id"), b":%d\r\n" % c.id),
+        (bulk(b"mode"), bulk(b"standalone")),
+        (bulk(b"role"), bulk(b"master")),
+        (bulk(b"modules"), b"*1\r\n" + lua),
+    ])
+
+
+def reset(c: Client, argv: list[bytes]) -> bytes:
+    c.discard_multi()
+    c.select(0)
+    c.set_protocol(2)
+    c.name = b""
+    c.no_evict = False
+    c.no_touch = False
+    c.user = b"default"
+    c.authenticated = not c.server.requires_auth()
+    return b"+RESET\r\n"

@@ -1,0 +1,200 @@
+"""The network side of a client: bytes in, requests out, replies back.
+
+``data_received`` parses every complete request in the read, runs them in
+order and sends all their replies with one ``write``. The common case is all
+hiredis: ``feed`` then ``gets`` until it runs dry. Valkey's exact framing
+rules live in ``parser.PyParser``; the connection switches to it for inline
+requests, and replays the read through it when hiredis rejects the input,
+so that the requests before a malformed one still run and the error text is
+Valkey's.
+
+To replay, the connection keeps references to the reads that hold the
+current partial request (never a copy) while that is small; a request that
+grows past ``RETAIN_LIMIT`` in flight stops being retained, and a protocol
+error inside it is answered with hiredis's verdict mapped to Valkey's text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import hiredis
+
+from .client import Client
+from .dispatch import execute
+from .errors import ProtocolError
+from .parser import PyParser
+
+if TYPE_CHECKING:
+    from .server import Server
+
+RETAIN_LIMIT = 1 << 22
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.client: Client | None = None
+        self.transport: Any = None
+        self.reader = hiredis.Reader()
+        self.py: PyParser | None = None
+        # Reads since the last request boundary, and how many requests the
+        # first of them completed; None once too large to keep.
+        self.retained: list[bytes] | None = []
+        self.retained_len = 0
+        self.done = 0
+
+    # -- asyncio.Protocol ----------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        server = self.server
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
+        sockobj = transport.get_extra_info("socket")
+        if sockobj is not None:
+            c.fd = sockobj.fileno()
+        c.transport = transport
+        self.client = c
+        server.client_connected(self, c)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        c = self.client
+        if c is not None:
+            c.unwatch()
+            self.server.client_disconnected(self, c)
+        self.client = None
+
+    def data_received(self, data: bytes) -> None:
+        c = self.client
+        if c is None or c.closing:
+            return
+        c.tot_net_in += len(data)
+        out: list[bytes] = []
+        if self.py is not None or (data[0] != 42 and not self.reader.has_data()):
+            self._run_python(data, out)
+        else:
+            self._run_hiredis(data, out)
+        if out:
+            payload = out[0] if len(out) == 1 else b"".join(out)
+            c.tot_net_out += len(payload)
+            self.transport.write(payload)
+        if c.closing:
+            self.transport.close()
+
+    # -- the two parsers -------------------------------------------------------
+
+    def _run_hiredis(self, data: bytes, out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        reader = self.reader
+        retained = self.retained
+        if retained is not None:
+            if not retained:
+                self.done = 0
+            retained.append(data)
+            self.retained_len += len(data)
+        reader.feed(data)
+        gets = reader.gets
+        while True:
+            try:
+                req = gets()
+            except hiredis.ProtocolError:
+                self._fallback(out, None)
+                return
+            if req is False:
+                break
+            if type(req) is not list:
+                # A top-level non-array cannot come from hiredis here unless
+                # an inline request follows RESP in the same read.
+                self._fallback(out, None)
+                return
+            for a in req:
+                if type(a) is not bytes:
+                    self._fallback(out, a)
+                    return
+            self.done += 1
+            if not req:
+                continue
+            out.append(execute(c, req))
+            if c.closing:
+                return
+        if not reader.has_data():
+            if retained is not None:
+                retained.clear()
+            else:
+                self.retained = []
+            self.retained_len = 0
+        elif retained is not None and self.retained_len > RETAIN_LIMIT:
+            self.retained = None
+
+    def _fallback(self, out: list[bytes], bad: object) -> None:
+        """Replay the retained reads through the exact parser."""
+        c = self.client
+        assert c is not None
+        retained = self.retained
+        self.reader = hiredis.Reader()
+        if retained is None:
+            c.closing = True
+            out.append(ProtocolError("invalid bulk length").reply())
+            return
+        py = PyParser(self.server.config.proto_max_bulk_len)
+        py.auth_required = not c.authenticated
+        py.feed(b"".join(retained))
+        retained.clear()
+        self.retained_len = 0
+        try:
+            for _ in range(self.done):
+                py.next()
+        except ProtocolError:  # pragma: no cover - hiredis accepted these
+            pass
+        self.done = 0
+        self.py = py
+        self._drain(out)
+
+    def _run_python(self, data: bytes, out: list[bytes]) -> None:
+        py = self.py
+        if py is None:
+            py = self.py = PyParser(self.server.config.proto_max_bulk_len)
+        assert self.client is not None
+        py.auth_required = not self.client.authenticated
+        py.feed(data)
+        self._drain(out)
+
+    def _drain(self, out: list[bytes]) -> None:
+        c = self.client
+        py = self.py
+        assert c is not None and py is not None
+        while True:
+            try:
+                req = py.next()
+            except ProtocolError as e:
+                out.append(e.reply())
+                c.closing = True
+                return
+            if req is None:
+                break
+            if not req:
+                continue
+            out.append(execute(c, req))
+            if c.closing:
+                return
+            py.auth_required = not c.authenticated
+        if py.idle():
+            # Back to hiredis at a request boundary.
+            self.py = None
+            self.retained = []
+            self.retained_len = 0
+
+
+def _addr(info: Any) -> str:
+    if not info:
+        return ""
+    if isinstance(info, tuple):
+        host, port = info[0], info[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return str(info)

@@ -1,0 +1,110 @@
+"""From a parsed request to an encoded reply.
+
+``execute`` is Valkey's processCommand in small: find the row, check arity,
+authentication and transaction state, then ``call`` the handler. Every
+source of commands (a socket, EXEC, a script) goes through here, so the same
+checks and statistics apply everywhere. All facts about a command come from
+its row in the table.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+from typing import TYPE_CHECKING
+
+from .errors import CommandError
+from .resp import QUEUED
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .registry import Command
+
+# Commands that run at once even inside MULTI.
+_TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
+
+NOAUTH = CommandError(b"NOAUTH Authentication required.")
+
+
+def _sanitize(s: str) -> str:
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+def unknown_command(argv: list[bytes]) -> CommandError:
+    args = ""
+    for a in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += "'%s' " % a.decode("utf-8", "surrogateescape")[: 128 - len(args)]
+    name = argv[0].decode("utf-8", "surrogateescape")[:128]
+    return CommandError(
+        _sanitize(f"ERR unknown command '{name}', with args beginning with: {args}")
+        .encode("utf-8", "surrogateescape")
+    )
+
+
+def resolve(c: Client, argv: list[bytes]) -> Command:
+    """The row for argv (a subcommand's row for container commands), or a
+    CommandError Valkey would reject the request with."""
+    table = c.server.table
+    cmd = table.commands.get(argv[0])
+    if cmd is None:
+        cmd = table.commands.get(argv[0].lower())
+        if cmd is None:
+            raise unknown_command(argv)
+    if cmd.subcommands and len(argv) >= 2:
+        sub = cmd.subcommands.get(argv[1].lower())
+        if sub is None:
+            raise CommandError(
+                _sanitize(
+                    "ERR unknown subcommand '%s'. Try %s HELP."
+                    % (argv[1].decode("utf-8", "surrogateescape")[:128], cmd.name.upper())
+                ).encode("utf-8", "surrogateescape")
+            )
+        cmd = sub
+    a = cmd.arity
+    n = len(argv)
+    if (n != a) if a > 0 else (n < -a):
+        raise CommandError(f"ERR wrong number of arguments for '{cmd.name}' command".encode())
+    return cmd
+
+
+def execute(c: Client, argv: list[bytes]) -> bytes:
+    """Run one request from a client and return its encoded reply."""
+    server = c.server
+    try:
+        cmd = resolve(c, argv)
+    except CommandError as e:
+        if c.multi is not None:
+            c.multi_error = True
+        server.count_error(e.msg)
+        return e.reply()
+    if not c.authenticated and not cmd.no_auth:
+        cmd.rejected_calls += 1
+        server.count_error(NOAUTH.msg)
+        return NOAUTH.reply()
+    if c.multi is not None:
+        root = cmd.parent or cmd
+        if root.bname not in _TX_CONTROL:
+            if cmd.no_multi:
+                c.multi_error = True
+                cmd.rejected_calls += 1
+                err = b"ERR Command not allowed inside a transaction"
+                server.count_error(err)
+                return b"-" + err + b"\r\n"
+            c.multi.append((cmd, argv))
+            return QUEUED
+    return call(c, cmd, argv)
+
+
+def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
+    """Run a resolved command, keeping its statistics."""
+    t0 = perf_counter_ns()
+    try:
+        reply = cmd.handler(c, argv)
+    except CommandError as e:
+        cmd.failed_calls += 1
+        c.server.count_error(e.msg)
+        reply = e.reply()
+    cmd.calls += 1
+    cmd.usec += (perf_counter_ns() - t0) // 1000
+    return reply

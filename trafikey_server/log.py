@@ -1,0 +1,50 @@
+"""Log lines in Valkey's format: ``pid:M 02 Dec 2026 18:47:36.382 * text``.
+
+Logging is for start-up, shutdown and rare events; nothing on the command
+path logs, so the level check is the only cost a disabled line has.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TextIO
+
+LEVELS = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3, "nothing": 4}
+_MARKS = ".-*#"
+
+
+class Log:
+    def __init__(self, level: str = "notice", path: str = "") -> None:
+        self.level = LEVELS.get(level, 2)
+        self.path = path
+        self.pid = os.getpid()
+
+    def _stream(self) -> TextIO:
+        return sys.stdout
+
+    def write(self, level: int, text: str) -> None:
+        if level < self.level:
+            return
+        now = time.time()
+        stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(now)) + ".%03d" % (int(now * 1000) % 1000)
+        line = f"{self.pid}:M {stamp} {_MARKS[level]} {text}\n"
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+        else:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    def debug(self, text: str) -> None:
+        self.write(0, text)
+
+    def verbose(self, text: str) -> None:
+        self.write(1, text)
+
+    def notice(self, text: str) -> None:
+        self.write(2, text)
+
+    def warning(self, text: str) -> None:
+        self.write(3, text)

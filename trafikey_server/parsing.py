@@ -1,0 +1,42 @@
+"""Argument parsing with Valkey's acceptance rules.
+
+Valkey's ``string2ll`` is stricter than Python's ``int``: no sign but ``-``,
+no spaces, no leading zeros, no ``_`` separators, and only within signed
+64 bits. Everything that takes an integer argument goes through here so the
+same bytes are accepted or refused as Valkey would.
+"""
+
+from __future__ import annotations
+
+from .errors import CommandError, not_integer
+
+LLONG_MAX = 2**63 - 1
+LLONG_MIN = -(2**63)
+
+
+def to_int(b: bytes) -> int | None:
+    """Valkey's string2ll: the integer, or None if Valkey would refuse it."""
+    n = len(b)
+    if n == 0 or n > 20:
+        return None
+    c = b[0]
+    if c == 48:  # '0'
+        return 0 if n == 1 else None
+    if c == 45:  # '-'
+        if n == 1 or not (49 <= b[1] <= 57):
+            return None
+    elif not (49 <= c <= 57):
+        return None
+    if n > 1 and not b[1:].isdigit():
+        return None
+    v = int(b)
+    if v > LLONG_MAX or v < LLONG_MIN:
+        return None
+    return v
+
+
+def parse_int(b: bytes, err: bytes | None = None) -> int:
+    v = to_int(b)
+    if v is None:
+        raise CommandError(err) if err is not None else not_integer()
+    return v

@@ -1,0 +1,174 @@
+"""The server process: listeners, databases, clients, the periodic sweep.
+
+One ``Server`` owns everything shared between connections. Commands reach
+it through ``client.server``; nothing in it runs per command except the
+small counters that INFO reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .clock import Clock
+from .config import Config
+from .db import Db
+from .log import Log
+from .registry import Table, default_table
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .connection import Connection
+
+VALKEY_VERSION = "9.1.2"
+REDIS_COMPAT_VERSION = "7.2.4"
+
+
+class Server:
+    def __init__(self, config: Config, table: Table | None = None) -> None:
+        self.config = config
+        self.table = table or default_table()
+        self.clock = Clock()
+        self.run_id = secrets.token_hex(20)
+        self.pid = os.getpid()
+        self.version = __version__
+        self.dbs = [Db(i, self.clock) for i in range(config.databases)]
+        self.clients: dict[int, Client] = {}
+        self.connections: dict[int, Connection] = {}
+        self._next_id = 0
+        self.started_at = time.time()
+        self.started_mono = time.monotonic()
+        self.log = Log(config.loglevel, config.logfile)
+        self.error_stats: dict[bytes, int] = {}
+        self.total_error_replies = 0
+        self.total_connections = 0
+        self.expired_keys = 0
+        self.listeners: list[asyncio.AbstractServer] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping: asyncio.Event | None = None
+        self.ports: list[int] = []
+
+    # -- clients -------------------------------------------------------------
+
+    def requires_auth(self) -> bool:
+        return bool(self.config.requirepass)
+
+    def next_client_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def client_connected(self, conn: Connection, c: Client) -> None:
+        self.clients[c.id] = c
+        self.connections[c.id] = conn
+        self.total_connections += 1
+
+    def client_disconnected(self, conn: Connection, c: Client) -> None:
+        self.clients.pop(c.id, None)
+        self.connections.pop(c.id, None)
+
+    def count_error(self, msg: bytes) -> None:
+        code = msg.split(b" ", 1)[0]
+        self.error_stats[code] = self.error_stats.get(code, 0) + 1
+        self.total_error_replies += 1
+
+    def swap_dbs(self, a: int, b: int) -> None:
+        """SWAPDB: the Db objects trade indexes, so every client selected on
+        one now sees the other's data, and watchers of either are touched."""
+        da, db_ = self.dbs[a], self.dbs[b]
+        for d in (da, db_):
+            for key in list(d.watchers):
+                d._signal(key)
+        da.data, db_.data = db_.data, da.data
+        da.expires, db_.expires = db_.expires, da.expires
+        da._heap, db_._heap = db_._heap, da._heap
+
+    # -- lifecycle ------------------------------------------------------------
+
+    async def start(self) -> None:
+        from .connection import Connection
+
+        self.loop = asyncio.get_running_loop()
+        self.stopping = asyncio.Event()
+        hosts = self.config.bind.split() or ["127.0.0.1"]
+        port = self.config.port
+        for host in hosts:
+            host = host.lstrip("-")
+            if host == "*":
+                host = "0.0.0.0"
+            srv = await self.loop.create_server(
+                lambda: Connection(self), host, port,
+                reuse_address=True, backlog=self.config.tcp_backlog,
+            )
+            self.listeners.append(srv)
+            for sock in srv.sockets:
+                self.ports.append(sock.getsockname()[1])
+                if port == 0:
+                    port = sock.getsockname()[1]
+        self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+        self.log.notice(
+            f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
+            f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
+        )
+        self.log.notice("Ready to accept connections tcp")
+
+    def _cron(self) -> None:
+        """Active expiry, Valkey's serverCron in small: bounded work per tick."""
+        if self.stopping is not None and self.stopping.is_set():
+            return
+        now = self.clock.ms()
+        for db in self.dbs:
+            if db.expires:
+                self.expired_keys += db.sweep(now, 2000)
+        assert self.loop is not None
+        self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+
+    def request_shutdown(self) -> None:
+        if self.stopping is not None and not self.stopping.is_set():
+            self.log.notice("User requested shutdown...")
+            self.stopping.set()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        assert self.loop is not None and self.stopping is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.loop.add_signal_handler(sig, self.request_shutdown)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover
+                pass
+        await self.stopping.wait()
+        await self.close()
+
+    async def close(self) -> None:
+        for srv in self.listeners:
+            srv.close()
+        for conn in list(self.connections.values()):
+            if conn.transport is not None:
+                conn.transport.close()
+        for srv in self.listeners:
+            await srv.wait_closed()
+        self.log.notice("Valkey-compatible server is now ready to exit, bye bye...")
+
+
+def run(config: Config) -> int:
+    server = Server(config)
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:  # pragma: no cover - platforms without uvloop
+        runner = asyncio.run
+    try:
+        runner(server.serve_forever())
+    except OSError as e:
+        server.log.warning(f"Failed listening on port {config.port} (tcp), aborting: {e}")
+        return 1
+    except KeyboardInterrupt:  # pragma: no cover
+        pass
+    sys.stdout.flush()
+    return 0
