@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from resp_wire import Wire  # noqa: E402
-from servers import Proc, start_trafikey, start_valkey  # noqa: E402
+from resp_wire import Wire
+from servers import Proc, start_trafikey, start_valkey
 
 
 @pytest.fixture(scope="session")

@@ -174,7 +174,11 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
     for name, words in directives:
         if config.option(name) is None:
             raise ConfigError(f"Bad directive or wrong number of arguments: '{name}'")
-        config.set_text(name, " ".join(words))
+        try:
+            config.set_text(name, " ".join(words))
+        except ConfigError as e:
+            # Valkey names the directive and the value it refused.
+            raise ConfigError(f"'{name} \"{' '.join(words)}\"' {e}") from None
     return config
 
 

@@ -64,6 +64,7 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
     a = cmd.arity
     n = len(argv)
     if (n != a) if a > 0 else (n < -a):
+        cmd.rejected_calls += 1
         raise CommandError(f"ERR wrong number of arguments for '{cmd.name}' command".encode())
     return cmd
 
@@ -71,6 +72,15 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
 def execute(c: Client, argv: list[bytes]) -> bytes:
     """Run one request from a client and return its encoded reply."""
     server = c.server
+    if not c.authenticated:
+        # Valkey refuses an unauthenticated client before it looks at the
+        # command's arity or even whether the command exists.
+        root = server.table.lookup(argv[0])
+        if root is None or not root.no_auth:
+            if root is not None:
+                root.rejected_calls += 1
+            server.count_error(NOAUTH.msg)
+            return NOAUTH.reply()
     try:
         cmd = resolve(c, argv)
     except CommandError as e:
@@ -78,10 +88,6 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             c.multi_error = True
         server.count_error(e.msg)
         return e.reply()
-    if not c.authenticated and not cmd.no_auth:
-        cmd.rejected_calls += 1
-        server.count_error(NOAUTH.msg)
-        return NOAUTH.reply()
     if c.multi is not None:
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
@@ -105,6 +111,12 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
         cmd.failed_calls += 1
         c.server.count_error(e.msg)
         reply = e.reply()
+    except Exception as e:  # a bug in a handler must not take the connection down
+        cmd.failed_calls += 1
+        c.server.log.warning(f"internal error in '{cmd.name}': {e!r}")
+        msg = b"ERR internal error in '%s': %s" % (cmd.bname, type(e).__name__.encode())
+        c.server.count_error(msg)
+        reply = b"-" + msg + b"\r\n"
     cmd.calls += 1
     cmd.usec += (perf_counter_ns() - t0) // 1000
     return reply

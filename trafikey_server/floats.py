@@ -66,7 +66,7 @@ def parse_double(b: bytes) -> float | None:
     Returns None where Valkey would refuse the value; callers pick the error
     text, which differs between commands.
     """
-    if not b or len(b) > 5000:
+    if not b:
         return None
     c = b[0]
     if c in b" \t\n\r\v\f" or b[-1] in b" \t\n\r\v\f":
@@ -85,4 +85,7 @@ def parse_double(b: bytes) -> float | None:
         if low not in (b"inf", b"infinity"):
             # A finite literal that overflowed: strtod reports ERANGE.
             return None
+    elif x == 0.0 and b.lower().partition(b"e")[0].strip(b"+-.0"):
+        # A nonzero literal that underflowed to zero: ERANGE too.
+        return None
     return x

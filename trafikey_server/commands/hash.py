@@ -1,0 +1,407 @@
+"""Hash commands, and the SCAN-family argument rules HSCAN and ZSCAN share.
+
+A ``Hash`` is a dict, so fields keep insertion order, an update keeps a
+field's place and a delete closes the gap: exactly a Valkey listpack's
+order. That makes HGETALL, HKEYS, HVALS and HSCAN on a small hash equal to
+Valkey's byte for byte. Once ``big`` (Valkey's hashtable encoding), Valkey's
+order is its hash table's and nothing can match it; ours stays insertion
+order.
+
+``big`` follows Valkey's hashTypeTryConversion / hashTypeSet rules: a write
+that brings more than hash-max-listpack-entries fields (counted on the
+request, duplicates included) or any field or value longer than
+hash-max-listpack-value bytes switches it, and it never switches back.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from ..errors import NOT_FLOAT_MSG, CommandError, not_integer, syntax, wrong_args
+from ..parsing import LLONG_MAX, LLONG_MIN, to_int
+from ..resp import EMPTY_ARRAY, OK, ONE, ZERO, array_header, bulk, bulks, integer
+from ..types import Hash
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..client import Client
+
+EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
+_NAN_OR_INF = b"ERR increment would produce NaN or Infinity"
+_ULLONG_MAX = 2**64 - 1
+_HALF = LLONG_MAX // 2
+
+
+def _limits(c: Client) -> tuple[int, int]:
+    """hash-max-listpack-entries / -value (Valkey 9's defaults if the config
+    table has no such option). Read from the values table: CONFIG SET may
+    change them at any time, and a missing attribute would cost an
+    exception per write."""
+    values = c.server.config.values
+    return values.get("hash-max-listpack-entries", 512), values.get("hash-max-listpack-value", 64)
+
+
+def _for_write(c: Client, key: bytes) -> Hash:
+    """The hash under key, created empty if absent (hashTypeLookupWriteOrCreate)."""
+    h = c.db.get_hash(key)
+    if h is None:
+        h = Hash()
+        c.db.add(key, h)
+    return h
+
+
+def _check_args(h: Hash, argv: list[bytes], start: int, entries: int, value: int) -> None:
+    """hashTypeTryConversion, before a write of the pairs argv[start:]."""
+    if (len(argv) - start) // 2 > entries:
+        h.big = True
+        return
+    for i in range(start, len(argv)):
+        if len(argv[i]) > value:
+            h.big = True
+            return
+
+
+def _set_one(c: Client, h: Hash, field: bytes, val: bytes) -> None:
+    """hashTypeSet for the computed writes (HINCRBY*), which check the field
+    and value lengths and the size themselves."""
+    if not h.big:
+        entries, value = _limits(c)
+        if len(field) > value or len(val) > value:
+            h.big = True
+        h[field] = val
+        if len(h) > entries:
+            h.big = True
+    else:
+        h[field] = val
+
+
+# -- writes --------------------------------------------------------------------------
+
+
+def hset(c: Client, argv: list[bytes]) -> bytes:
+    n = len(argv)
+    if n % 2:
+        raise wrong_args(argv[0])
+    key = argv[1]
+    h = _for_write(c, key)
+    before = len(h)
+    if h.big:
+        for i in range(2, n, 2):
+            h[argv[i]] = argv[i + 1]
+    else:
+        entries, value = _limits(c)
+        _check_args(h, argv, 2, entries, value)
+        for i in range(2, n, 2):
+            h[argv[i]] = argv[i + 1]
+        if len(h) > entries:
+            h.big = True
+    c.db.touch(key)
+    # HMSET is HSET with the old reply; Valkey tells them apart by name.
+    if argv[0][1:2] in b"sS":
+        return integer(len(h) - before)
+    return OK
+
+
+hmset = hset
+
+
+def hsetnx(c: Client, argv: list[bytes]) -> bytes:
+    key = argv[1]
+    h = _for_write(c, key)
+    if argv[2] in h:
+        return ZERO
+    h[argv[2]] = argv[3]
+    if not h.big:
+        entries, value = _limits(c)
+        _check_args(h, argv, 2, entries, value)
+        if len(h) > entries:
+            h.big = True
+    c.db.touch(key)
+    return ONE
+
+
+def hdel(c: Client, argv: list[bytes]) -> bytes:
+    key = argv[1]
+    h = c.db.get_hash(key)
+    if h is None:
+        return ZERO
+    deleted = 0
+    for f in argv[2:]:
+        if h.pop(f, None) is not None:
+            deleted += 1
+            if not h:
+                c.db.delete(key)
+                return integer(deleted)
+    if deleted:
+        c.db.touch(key)
+    return integer(deleted)
+
+
+def hincrby(c: Client, argv: list[bytes]) -> bytes:
+    incr = to_int(argv[3])
+    if incr is None:
+        raise not_integer()
+    key = argv[1]
+    h = _for_write(c, key)
+    cur = h.get(argv[2])
+    if cur is None:
+        old = 0
+    else:
+        old = to_int(cur)
+        if old is None:
+            raise CommandError(b"ERR hash value is not an integer")
+    new = old + incr
+    if new > LLONG_MAX or new < LLONG_MIN:
+        raise CommandError(b"ERR increment or decrement would overflow")
+    _set_one(c, h, argv[2], b"%d" % new)
+    c.db.touch(key)
+    return integer(new)
+
+
+def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
+    """HINCRBYFLOAT: INCRBYFLOAT's long double arithmetic, with the hash
+    variant's own checks and texts: the increment is refused before the key
+    is looked up (an infinite one with "value is NaN or Infinity"), and a
+    field that is not a number is "hash value is not a float"."""
+    from ..longdouble import incr_by_float
+
+    incr = argv[3]
+    try:
+        incr_by_float(b"0", incr)
+    except CommandError as e:
+        if e.msg == _NAN_OR_INF:
+            raise CommandError(b"ERR value is NaN or Infinity") from None
+        raise
+    key = argv[1]
+    h = _for_write(c, key)
+    cur = h.get(argv[2])
+    if cur is None:
+        cur = b"0"
+    else:
+        try:
+            incr_by_float(cur, b"0")
+        except CommandError as e:
+            if e.msg == NOT_FLOAT_MSG:
+                raise CommandError(b"ERR hash value is not a float") from None
+            raise
+    new = incr_by_float(cur, incr)
+    _set_one(c, h, argv[2], new)
+    c.db.touch(key)
+    return bulk(new)
+
+
+# -- reads ---------------------------------------------------------------------------
+
+
+def hget(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    if h is None:
+        return c.r.null
+    v = h.get(argv[2])
+    return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+def hmget(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    null = c.r.null
+    out = [array_header(len(argv) - 2)]
+    get = h.get if h is not None else {}.get
+    for f in argv[2:]:
+        v = get(f)
+        out.append(null if v is None else b"$%d\r\n%s\r\n" % (len(v), v))
+    return b"".join(out)
+
+
+def hexists(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    return ONE if h is not None and argv[2] in h else ZERO
+
+
+def hlen(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    return ZERO if h is None else integer(len(h))
+
+
+def hstrlen(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    v = None if h is None else h.get(argv[2])
+    return ZERO if v is None else integer(len(v))
+
+
+def hgetall(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    if h is None:
+        return c.r.map_header(0)
+    return c.r.bulk_map(h.items())
+
+
+def hkeys(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    return EMPTY_ARRAY if h is None else bulks(list(h))
+
+
+def hvals(c: Client, argv: list[bytes]) -> bytes:
+    h = c.db.get_hash(argv[1])
+    return EMPTY_ARRAY if h is None else bulks(list(h.values()))
+
+
+# -- HRANDFIELD ------------------------------------------------------------------------
+
+
+def random_count_args(argv: list[bytes], word: bytes) -> tuple[int, bool]:
+    """The ``count [WITHVALUES|WITHSCORES]`` of HRANDFIELD and ZRANDMEMBER,
+    checked in Valkey's order and with its texts."""
+    n = to_int(argv[2])
+    if n is None:
+        raise not_integer()
+    if n == LLONG_MIN:
+        raise CommandError(
+            b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+        )
+    if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != word):
+        raise syntax()
+    withvalues = len(argv) == 4
+    if withvalues and not -_HALF <= n <= _HALF:
+        # Twice the count must still fit a long.
+        raise CommandError(b"ERR value is out of range")
+    return n, withvalues
+
+
+def hrandfield(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) < 3:
+        h = c.db.get_hash(argv[1])
+        if h is None:
+            return c.r.null
+        return bulk(next(islice(iter(h), random.randrange(len(h)), None)))
+    count, withvalues = random_count_args(argv, b"withvalues")
+    h = c.db.get_hash(argv[1])
+    if h is None or count == 0:
+        return EMPTY_ARRAY
+    picks = _random_items(h, count)
+    if not withvalues:
+        return bulks([f for f, _ in picks])
+    if c.resp == 2:
+        return bulks([x for pair in picks for x in pair])
+    out = [array_header(len(picks))]
+    for f, v in picks:
+        out.append(b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(f), f, len(v), v))
+    return b"".join(out)
+
+
+def _random_items(h: Hash, count: int) -> list[tuple[bytes, bytes]]:
+    """Valkey's pick rules: a negative count (or 1) draws with repetition; a
+    count covering the hash returns all of it in order; otherwise distinct
+    fields, which a listpack yields in its own order and a hashtable in none."""
+    items = list(h.items())
+    n = len(items)
+    if count < 0 or count == 1:
+        return [items[random.randrange(n)] for _ in range(abs(count))]
+    if count >= n:
+        return items
+    picks = random.sample(range(n), count)
+    if not h.big:
+        picks.sort()
+    return [items[i] for i in picks]
+
+
+# -- HSCAN, and the SCAN rules shared with ZSCAN -----------------------------------------
+
+
+def parse_cursor(b: bytes) -> int:
+    """Valkey's string2ull on the C string: a plain non-negative integer, or
+    else whatever ``strtoull`` takes whole (spaces first, a sign, leading
+    zeros; a minus wraps around)."""
+    nul = b.find(b"\0")
+    if nul >= 0:
+        b = b[:nul]
+    v = to_int(b)
+    if v is not None:
+        if v < 0:
+            raise CommandError(b"ERR invalid cursor")
+        return v
+    s = b.lstrip(b" \t\n\r\x0b\x0c")
+    neg = s[:1] == b"-"
+    if s[:1] in (b"+", b"-"):
+        s = s[1:]
+    if not s or not s.isdigit() or int(s) > _ULLONG_MAX:
+        raise CommandError(b"ERR invalid cursor")
+    v = int(s)
+    return (-v) & _ULLONG_MAX if neg else v
+
+
+def parse_scan_options(argv: list[bytes], kind: bytes) -> tuple[int, bytes | None, bool]:
+    """COUNT, MATCH, NOVALUES (hashes) and NOSCORES (sorted sets), parsed
+    after the key was found, as Valkey's scanGenericCommand does."""
+    count = 10
+    pattern: bytes | None = None
+    only_keys = False
+    i = 3
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        if opt == b"count" and n - i >= 2:
+            v = to_int(argv[i + 1])
+            if v is None:
+                raise not_integer()
+            if v < 1:
+                raise syntax()
+            count = v
+            i += 2
+        elif opt == b"match" and n - i >= 2:
+            pattern = argv[i + 1]
+            i += 2
+        elif opt == b"novalues":
+            if kind != b"hash":
+                raise CommandError(b"ERR NOVALUES option can only be used in HSCAN")
+            only_keys = True
+            i += 1
+        elif opt == b"noscores":
+            if kind != b"zset":
+                raise CommandError(b"ERR NOSCORES option can only be used in ZSCAN")
+            only_keys = True
+            i += 1
+        else:
+            raise syntax()
+    return count, pattern, only_keys
+
+
+def pattern_matcher(pattern: bytes | None) -> Callable[[bytes], bool] | None:
+    """A MATCH filter, or None when everything matches ("*" is no filter)."""
+    if pattern is None or pattern == b"*":
+        return None
+    from ..glob import match
+
+    return lambda s: match(pattern, s)
+
+
+def hscan(c: Client, argv: list[bytes]) -> bytes:
+    cursor = parse_cursor(argv[2])
+    h = c.db.get_hash(argv[1])
+    if h is None:
+        return EMPTY_SCAN
+    count, pattern, only_keys = parse_scan_options(argv, b"hash")
+    match = pattern_matcher(pattern)
+    if not h.big:
+        # A listpack is returned whole in one call, cursor 0.
+        chosen = h.items()
+        nxt = 0
+    else:
+        # Our cursor is a position in the hash's insertion order. Valkey's
+        # guarantee (every field present for the whole scan is returned)
+        # holds while nothing is deleted; a delete can shift a field past
+        # the cursor. Skipping to the position costs O(cursor), in C.
+        stop = cursor + count
+        chosen = islice(h.items(), cursor, stop)  # type: ignore[assignment]
+        nxt = stop if stop < len(h) else 0
+    items: list[bytes] = []
+    for f, v in chosen:
+        if match is not None and not match(f):
+            continue
+        items.append(f)
+        if not only_keys:
+            items.append(v)
+    cur = b"%d" % nxt
+    return b"*2\r\n$%d\r\n%s\r\n" % (len(cur), cur) + bulks(items)
