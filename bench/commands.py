@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from servers import Proc, free_port, valkey_binary, wait_port  # noqa: E402
+from servers import Proc, free_port, valkey_binary, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -101,7 +101,8 @@ def main() -> None:
                         n = requests * (4 if pipeline == 16 else 1)
                         results.setdefault((test, pipeline, kind), []).append(
                             run_one(servers[kind], test, pipeline, n, 50))
-        print("| command | pipeline | valkey rps | trafikey rps | rps ratio | valkey µs/req | trafikey µs/req | CPU ratio |")
+        print("| command | pipeline | valkey rps | trafikey rps | rps ratio "
+              "| valkey µs/req | trafikey µs/req | CPU ratio |")
         print("|---|---|---|---|---|---|---|---|")
         for test in tests:
             for pipeline in (1, 16):

@@ -64,7 +64,8 @@ class Differential(RuleBasedStateMachine):
     def rename(self, a: str, b: str, op: str) -> None:
         self.send(op, a, b)
 
-    @rule(ks=st.lists(KEYS, min_size=1, max_size=3), op=st.sampled_from(["DEL", "EXISTS", "MGET", "UNLINK", "TOUCH"]))
+    @rule(ks=st.lists(KEYS, min_size=1, max_size=3),
+          op=st.sampled_from(["DEL", "EXISTS", "MGET", "UNLINK", "TOUCH"]))
     def multi_key(self, ks: list[str], op: str) -> None:
         self.send(op, *ks)
 
@@ -88,7 +89,8 @@ class Differential(RuleBasedStateMachine):
     def hincrby(self, k: str, f: str, n: str) -> None:
         self.send("HINCRBY", k, f, n)
 
-    @rule(k=KEYS, opts=st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"], ["CH"], ["XX", "CH"], ["INCR"], ["NX", "GT"]]),
+    @rule(k=KEYS,
+          opts=st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"], ["CH"], ["XX", "CH"], ["INCR"], ["NX", "GT"]]),
           pairs=st.lists(st.tuples(SCORES, FIELDS), min_size=1, max_size=3))
     def zadd(self, k: str, opts: list[str], pairs: list[tuple[str, str]]) -> None:
         self.send("ZADD", k, *opts, *[x for p in pairs for x in p])

@@ -17,6 +17,7 @@ error inside it is answered with hiredis's verdict mapped to Valkey's text.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
 import hiredis
@@ -30,10 +31,16 @@ if TYPE_CHECKING:
     from .server import Server
 
 RETAIN_LIMIT = 1 << 22
+# hiredis allocates a request's whole argument list as soon as it reads the
+# count (a ``*300000000`` header would ask for gigabytes) and waits patiently
+# for a bulk of any declared size, where Valkey grows lazily and refuses a
+# count over INT_MAX or a bulk over proto-max-bulk-len at once. A read that
+# holds such a long number never reaches hiredis: the exact parser takes it.
+_HUGE_LENGTH = re.compile(rb"\*\d{6}|\$\d{9}")
 
 
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done")
+    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -46,6 +53,10 @@ class Connection(asyncio.Protocol):
         self.retained: list[bytes] | None = []
         self.retained_len = 0
         self.done = 0
+        # True when everything fed to hiredis so far formed whole requests.
+        # hiredis's has_data() alone cannot tell: it is also False when a read
+        # ends between two items of a request.
+        self.boundary = True
 
     # -- asyncio.Protocol ----------------------------------------------------
 
@@ -75,7 +86,7 @@ class Connection(asyncio.Protocol):
             return
         c.tot_net_in += len(data)
         out: list[bytes] = []
-        if self.py is not None or (data[0] != 42 and not self.reader.has_data()):
+        if self.py is not None or (data[0] != 42 and self.boundary):
             self._run_python(data, out)
         else:
             self._run_hiredis(data, out)
@@ -98,7 +109,12 @@ class Connection(asyncio.Protocol):
                 self.done = 0
             retained.append(data)
             self.retained_len += len(data)
+        if retained is not None and _HUGE_LENGTH.search(data) is not None:
+            self._fallback(out, None)
+            return
         reader.feed(data)
+        self.boundary = False
+        has_data = reader.has_data
         gets = reader.gets
         while True:
             try:
@@ -118,12 +134,13 @@ class Connection(asyncio.Protocol):
                     self._fallback(out, a)
                     return
             self.done += 1
+            self.boundary = not has_data()
             if not req:
                 continue
             out.append(execute(c, req))
             if c.closing:
                 return
-        if not reader.has_data():
+        if self.boundary:
             if retained is not None:
                 retained.clear()
             else:
@@ -187,6 +204,7 @@ class Connection(asyncio.Protocol):
         if py.idle():
             # Back to hiredis at a request boundary.
             self.py = None
+            self.boundary = True
             self.retained = []
             self.retained_len = 0
 

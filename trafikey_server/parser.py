@@ -176,11 +176,8 @@ def split_args(line: bytes) -> list[bytes] | None:
                     i += 1
                     cur.append(_ESCAPES.get(line[i], line[i]))
                 elif c == 34:
-                    if i + 1 < n and line[i + 1] not in b" \n\r\t\v\f\x00":
-                        return None
+                    # Valkey 9 lets a word go on after its closing quote.
                     inq = False
-                    i += 1
-                    break
                 else:
                     cur.append(c)
             elif insq:
@@ -191,11 +188,7 @@ def split_args(line: bytes) -> list[bytes] | None:
                     i += 1
                     cur.append(39)
                 elif c == 39:
-                    if i + 1 < n and line[i + 1] not in b" \n\r\t\v\f\x00":
-                        return None
                     insq = False
-                    i += 1
-                    break
                 else:
                     cur.append(c)
             else:
