@@ -31,6 +31,8 @@ class Differential(RuleBasedStateMachine):
     def __init__(self, pair) -> None:  # type: ignore[no-untyped-def]
         super().__init__()
         self.pair = pair
+        # A failed example may leave a connection inside MULTI: start clean.
+        pair.check("RESET")
         pair.check("FLUSHALL")
 
     def send(self, *args: str) -> None:
@@ -69,7 +71,8 @@ class Differential(RuleBasedStateMachine):
     def multi_key(self, ks: list[str], op: str) -> None:
         self.send(op, *ks)
 
-    @rule(k=KEYS, secs=st.sampled_from(["100", "1000", "-1"]), flag=st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"]]))
+    @rule(k=KEYS, secs=st.sampled_from(["100", "1000", "-1"]),
+          flag=st.sampled_from([[], ["NX"], ["XX"], ["GT"], ["LT"]]))
     def expire(self, k: str, secs: str, flag: list[str]) -> None:
         self.send("EXPIRE", k, secs, *flag)
 

@@ -38,7 +38,7 @@ def format_double(x: float) -> bytes:
     if x == -_INF:
         return b"-inf"
     if x == 0.0:
-        return b"0"
+        return b"-0" if math.copysign(1.0, x) < 0 else b"0"
     if x.is_integer() and -_LL_HALF <= x <= _LL_HALF:
         return b"%d" % int(x)
     digits, k = _digits(x)

@@ -19,7 +19,10 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..errors import NOT_FLOAT_MSG, CommandError, not_integer, syntax, wrong_args
+from ..errors import CommandError, not_float, not_integer, syntax, wrong_args
+from ..glob import matcher
+from ..longdouble import incr_by_float
+from ..longdouble import parse as parse_long_double
 from ..parsing import LLONG_MAX, LLONG_MIN, to_int
 from ..resp import EMPTY_ARRAY, OK, ONE, ZERO, array_header, bulk, bulks, integer
 from ..types import Hash
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
     from ..client import Client
 
 EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
-_NAN_OR_INF = b"ERR increment would produce NaN or Infinity"
 _ULLONG_MAX = 2**64 - 1
 _HALF = LLONG_MAX // 2
 
@@ -166,27 +168,17 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     variant's own checks and texts: the increment is refused before the key
     is looked up (an infinite one with "value is NaN or Infinity"), and a
     field that is not a number is "hash value is not a float"."""
-    from ..longdouble import incr_by_float
-
     incr = argv[3]
-    try:
-        incr_by_float(b"0", incr)
-    except CommandError as e:
-        if e.msg == _NAN_OR_INF:
-            raise CommandError(b"ERR value is NaN or Infinity") from None
-        raise
+    by = parse_long_double(incr)
+    if by is None:
+        raise not_float()
+    if isinstance(by, float):  # parse gives a float only for an infinity
+        raise CommandError(b"ERR value is NaN or Infinity")
     key = argv[1]
     h = _for_write(c, key)
     cur = h.get(argv[2])
-    if cur is None:
-        cur = b"0"
-    else:
-        try:
-            incr_by_float(cur, b"0")
-        except CommandError as e:
-            if e.msg == NOT_FLOAT_MSG:
-                raise CommandError(b"ERR hash value is not a float") from None
-            raise
+    if cur is not None and parse_long_double(cur) is None:
+        raise CommandError(b"ERR hash value is not a float")
     new = incr_by_float(cur, incr)
     _set_one(c, h, argv[2], new)
     c.db.touch(key)
@@ -372,9 +364,7 @@ def pattern_matcher(pattern: bytes | None) -> Callable[[bytes], bool] | None:
     """A MATCH filter, or None when everything matches ("*" is no filter)."""
     if pattern is None or pattern == b"*":
         return None
-    from ..glob import match
-
-    return lambda s: match(pattern, s)
+    return matcher(pattern)
 
 
 def hscan(c: Client, argv: list[bytes]) -> bytes:
