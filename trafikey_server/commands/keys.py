@@ -361,12 +361,21 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
 # -- OBJECT ------------------------------------------------------------------
 
 
-def _encoding(v: Any) -> bytes:
+def _embstr_room(key: bytes) -> int:
+    """The longest value Valkey 9 embeds in one allocation with its key
+    (measured on fresh keys: the key's sds header grows at 32 bytes). A value
+    written over a key that already had a TTL gets 8 bytes less there; we
+    do not track that history."""
+    k = len(key)
+    return 112 - (k - 1 if k < 32 else k + 1)
+
+
+def _encoding(v: Any, key: bytes) -> bytes:
     t = v.__class__
     if t is bytes:
         if len(v) <= 20 and to_int(v) is not None:
             return b"int"
-        return b"embstr" if len(v) <= 44 else b"raw"
+        return b"embstr" if len(v) <= _embstr_room(key) else b"raw"
     if t is bytearray:
         return b"raw"
     if t is Hash:
@@ -375,10 +384,12 @@ def _encoding(v: Any) -> bytes:
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:
-    v = c.db.get(argv[2])
+    db = c.db
+    key = argv[2]
+    v = db.get(key)
     if v is None:
         return c.r.null
-    return bulk(_encoding(v))
+    return bulk(_encoding(v, key))
 
 
 def object_refcount(c: Client, argv: list[bytes]) -> bytes:

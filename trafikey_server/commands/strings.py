@@ -7,10 +7,10 @@ integer commands store the decimal text, as Valkey's shared integers print.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError, not_float, not_integer, syntax, wrongtype
+from ..errors import CommandError, not_integer, syntax, wrongtype
+from ..longdouble import incr_by_float
 from ..parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
 from ..resp import EMPTY_BULK, OK, ONE, ZERO, array_header, bulk, integer
 
@@ -336,109 +336,12 @@ def decrby(c: Client, argv: list[bytes]) -> bytes:
     return _incr(c, argv[1], -by)
 
 
-# INCRBYFLOAT computes in x87 80-bit long double, as Valkey does on x86-64:
-# values are rounded to a 64-bit significand, exactly, with Fractions.
-_LD_BITS = 64
-_LD_MAX_EXP = 16384
-_LD_LIMIT = Fraction(2) ** _LD_MAX_EXP
-_WS = b" \t\n\r\v\f"
-
-
-def _round_ld(x: Fraction) -> Fraction:
-    """x rounded to the nearest long double (ties to even)."""
-    if x == 0:
-        return x
-    neg = x < 0
-    a = -x if neg else x
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1
-    # a in [2**e, 2**(e+1)); keep 64 significant bits (ignore subnormals).
-    shift = _LD_BITS - 1 - e
-    scaled = a * (Fraction(2) ** shift)
-    q, r = divmod(scaled.numerator, scaled.denominator)
-    twice = 2 * r
-    if twice > scaled.denominator or (twice == scaled.denominator and q & 1):
-        q += 1
-    out = Fraction(q) / (Fraction(2) ** shift)
-    return -out if neg else out
-
-
-def _parse_ld(b: bytes) -> tuple[Fraction, bool] | None:
-    """strtold over the whole string: (value, negative zero), or None if
-    Valkey refuses it. Infinity is None here too; callers tell it apart
-    with ``_is_inf_literal``, since any sum with it is refused anyway."""
-    if not b or b[0] in _WS or b[-1] in _WS or len(b) >= 5 * 1024:
-        return None
-    if b"_" in b or b"/" in b or b"\0" in b:
-        return None
-    try:
-        text = b.decode("ascii")
-    except UnicodeDecodeError:
-        return None
-    mant, _, exp = text.lower().partition("e")
-    if exp and not mant.startswith(("0x", "+0x", "-0x")) and exp.lstrip("+-").isdigit() and abs(int(exp)) > 6000:
-        # Beyond any long double (or below its smallest): ERANGE, refused.
-        return None
-    try:
-        x = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        if not text.lower().lstrip("+-").startswith("0x"):
-            return None
-        try:
-            x = Fraction(float.fromhex(text))
-        except (ValueError, OverflowError):
-            return None
-    r = _round_ld(x)
-    if r != 0 and abs(r) >= _LD_LIMIT:
-        return None
-    if r == 0 and x != 0:
-        return None
-    return r, r == 0 and text.startswith("-")
-
-
-def _format_ld(x: Fraction, negzero: bool) -> bytes:
-    """``%.17Lf`` with trailing zeros (and a bare point) stripped."""
-    neg = x < 0
-    a = -x if neg else x
-    scaled = a * 10**17
-    q, r = divmod(scaled.numerator, scaled.denominator)
-    twice = 2 * r
-    if twice > scaled.denominator or (twice == scaled.denominator and q & 1):
-        q += 1
-    s = b"%018d" % q
-    text = (s[:-17] + b"." + s[-17:]).rstrip(b"0").rstrip(b".")
-    if neg and q:
-        # A zero (even -0) prints as "0", as Valkey's ld2string does.
-        text = b"-" + text
-    return text
-
-
-def _is_inf_literal(b: bytes) -> bool:
-    return b.lower().lstrip(b"+-") in (b"inf", b"infinity")
-
-
 def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
+    """Computed in emulated x87 long double, as Valkey does (see longdouble)."""
     db = c.db
     key = argv[1]
     v = db.get_string(key)
-    if v is None:
-        cur: tuple[Fraction, bool] | None = (Fraction(0), False)
-    else:
-        cur = _parse_ld(bytes(v))
-        if cur is None:
-            if _is_inf_literal(bytes(v)) and _parse_ld(argv[2]) is not None:
-                raise CommandError(b"ERR increment would produce NaN or Infinity")
-            raise not_float()
-    by = _parse_ld(argv[2])
-    if by is None:
-        if _is_inf_literal(argv[2]):
-            raise CommandError(b"ERR increment would produce NaN or Infinity")
-        raise not_float()
-    total = _round_ld(cur[0] + by[0])
-    if total != 0 and abs(total) >= _LD_LIMIT:
-        raise CommandError(b"ERR increment would produce NaN or Infinity")
-    text = _format_ld(total, cur[1] and by[1])
+    text = incr_by_float(None if v is None else bytes(v), argv[2])
     if v is None:
         db.add(key, text)
     else:
