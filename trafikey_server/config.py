@@ -108,6 +108,27 @@ def _options() -> list[Option]:
         Option("tcp-backlog", "int", 511, mutable=False, low=0, high=2**31 - 1),
         Option("daemonize", "bool", False, mutable=False),
         Option("hz", "int", 10, low=0, high=2**31 - 1),
+        Option("maxmemory", "memory", 0, low=0, high=9223372036854775807),
+        Option("maxmemory-policy", "enum", "noeviction", choices=(
+            "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
+            "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
+        Option("hash-max-listpack-entries", "int", 512, low=0, high=9223372036854775807,
+               aliases=("hash-max-ziplist-entries",)),
+        Option("hash-max-listpack-value", "int", 64, low=0, high=9223372036854775807,
+               aliases=("hash-max-ziplist-value",)),
+        Option("zset-max-listpack-entries", "int", 128, low=0, high=9223372036854775807,
+               aliases=("zset-max-ziplist-entries",)),
+        Option("zset-max-listpack-value", "int", 64, low=0, high=9223372036854775807,
+               aliases=("zset-max-ziplist-value",)),
+        Option("lazyfree-lazy-user-del", "bool", True),
+        Option("busy-reply-threshold", "int", 5000, low=0, high=9223372036854775807,
+               aliases=("lua-time-limit",)),
+        Option("slowlog-log-slower-than", "int", 10000, low=-1, high=9223372036854775807),
+        Option("slowlog-max-len", "int", 128, low=0, high=9223372036854775807),
+        Option("notify-keyspace-events", "string", ""),
+        Option("maxclients", "int", 10000, low=1, high=2**32 - 1),
+        Option("tcp-keepalive", "int", 300, low=0, high=2**31 - 1),
+        Option("io-threads", "int", 1, low=1, high=256),
     ]
 
 

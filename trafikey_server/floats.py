@@ -1,230 +1,258 @@
 """Doubles as Valkey 9 reads and writes them.
 
-Valkey 9 prints a double that holds an integer of magnitude up to
-LLONG_MAX/2 as that integer, and any other in its shortest round-trip digits
-laid out by the grisu "fpconv" rules: plain when the number is short enough,
-exponent notation (``1.5e-7``, ``1e+21``) otherwise. The digits come
-from our rendering of the same Grisu2 algorithm (see below).
+Valkey prints a double score (d2string) as the integer it holds when its
+magnitude is at most LLONG_MAX/2, and otherwise with fpconv_dtoa: Grisu2
+digits laid out plain (``0.001``, ``123.5``) or in exponent notation
+(``1.5e-7``, ``1e+21``). Grisu2 is *not* the shortest round-trip algorithm:
+it works in 64-bit fixed point with a safety margin of one unit at each end
+of the rounding interval, so now and then it emits a 17th digit where 16
+would do, or a neighbouring last digit (720889748556924.2 prints as
+``720889748556924.3``, 1e23 as ``99999999999999990000000``). Python's repr
+cannot reproduce that, so we run the same algorithm with Python ints.
+
+Parsing follows the fast_float rules Valkey 9 uses: decimal or inf/infinity
+with an optional sign, the whole string and nothing else, no NaN, no hex,
+and out-of-range literals (overflow to infinity, underflow to zero) refused.
 """
 
 from __future__ import annotations
 
-import math
 import struct
 
 _INF = float("inf")
+_NINF = -_INF
+# (double)(LLONG_MAX / 2): the bound of double2ll, the integer-printing path.
 _LL_HALF = float((2**63 - 1) // 2)
 
-
-# -- Grisu2, as Valkey's fpconv_dtoa runs it ------------------------------------
-#
-# Valkey's digits come from Grisu2, which is not always the shortest
-# round-trip form and sometimes ends on a different last digit than Python's
-# repr (720889748556924.2 prints as 720889748556924.3). To be byte-exact we run
-# the same algorithm: 64-bit "diy-fp" arithmetic with one cached power of ten,
-# whose table is computed here from exact integers.
-
-_M64 = (1 << 64) - 1
+_BITS = struct.Struct("<Q").unpack
+_PACK = struct.Struct("<d").pack
+_FRAC_MASK = (1 << 52) - 1
 _HIDDEN = 1 << 52
+_M64 = (1 << 64) - 1
+_HALF = 1 << 63
 
 
-def _cached_power(k: int) -> tuple[int, int]:
-    """10**k as a 64-bit significand f and binary exponent e, rounded to nearest."""
+# -- the cached powers of ten ---------------------------------------------------
+#
+# Grisu2 scales the number by one of 87 powers of ten, 10**-348, 10**-340, ...
+# 10**340, each held as a 64-bit significand rounded to nearest. They are
+# mathematical constants, so we compute them exactly instead of keeping a table.
+
+
+def _pow10_fp(k: int) -> tuple[int, int]:
+    """10**k as (f, e), f a 64-bit integer with its top bit set, f * 2**e ~= 10**k."""
     if k >= 0:
-        n = 10**k
-        shift = n.bit_length() - 64
-        if shift >= 0:
-            f = (n + (1 << (shift - 1))) >> shift if shift > 0 else n
-            e = shift
-        else:
-            f, e = n << -shift, shift
+        num, den = 10**k, 1
     else:
-        d = 10 ** (-k)
-        s = 64 + d.bit_length() - 1
-        f = ((1 << s) + d // 2) // d
-        while f >= (1 << 64):
-            s -= 1
-            f = ((1 << s) + d // 2) // d
-        while f < (1 << 63):
-            s += 1
-            f = ((1 << s) + d // 2) // d
-        e = -s
-    if f >> 64:
-        f >>= 1
-        e += 1
+        num, den = 1, 10**-k
+    # Pick e so that num / den / 2**e lies in [2**63, 2**64), then round.
+    e = num.bit_length() - den.bit_length() - 64
+    while True:
+        n, d = (num, den << e) if e >= 0 else (num << -e, den)
+        f, r = divmod(n, d)
+        if f >> 64:
+            e += 1
+        elif not f >> 63:
+            e -= 1
+        else:
+            break
+    if 2 * r >= d:
+        f += 1
+        if f >> 64:
+            f >>= 1
+            e += 1
     return f, e
 
 
-_POWERS = [_cached_power(-348 + 8 * i) for i in range(87)]
-_TENS = [10**i for i in range(19, -1, -1)]
+_FIRST_POWER = -348
+_POWERS = [_pow10_fp(_FIRST_POWER + 8 * i) for i in range(87)]
 
 
-def _mul(af: int, ae: int, bf: int, be: int) -> tuple[int, int]:
-    lo = 0xFFFFFFFF
-    ah, al, bh, bl = af >> 32, af & lo, bf >> 32, bf & lo
-    ah_bl, al_bh, al_bl, ah_bh = ah * bl, al * bh, al * bl, ah * bh
-    tmp = (ah_bl & lo) + (al_bh & lo) + (al_bl >> 32) + (1 << 31)
-    return (ah_bh + (ah_bl >> 32) + (al_bh >> 32) + (tmp >> 32)) & _M64, ae + be + 64
+def _pick_power(ue: int) -> tuple[int, int, int]:
+    """The cached power fpconv picks for a boundary with binary exponent ue.
+
+    fpconv starts from a logarithm estimate and steps until the product's
+    exponent lands in [-60, -32]; the window is wider than one step, so where
+    it starts decides which of two valid powers it takes. We replay that walk.
+    Returns (significand, shift, decimal exponent): the digit loop works on
+    the product as a fixed-point number with ``shift`` fraction bits.
+    """
+    approx = int(-(ue + 87) * 0.30102999566398114)
+    idx = int((approx - _FIRST_POWER) / 8)
+    while True:
+        current = ue + _POWERS[idx][1] + 64
+        if current < -60:
+            idx += 1
+        elif current > -32:
+            idx -= 1
+        else:
+            f, _ = _POWERS[idx]
+            return f, -current, _FIRST_POWER + 8 * idx
 
 
-def _round_digit(digits: list[int], delta: int, rem: int, kappa: int, frac: int) -> None:
-    while rem < frac and delta - rem >= kappa and (
-        ((rem + kappa) & _M64) < frac or frac - rem > ((rem + kappa) & _M64) - frac
-    ):
-        digits[-1] -= 1
-        rem = (rem + kappa) & _M64
+# Boundaries' binary exponents run from -1137 (smallest subnormal) to 960.
+_UE_MIN, _UE_MAX = -1140, 970
+_SCALE = [_pick_power(ue) for ue in range(_UE_MIN, _UE_MAX + 1)]
+
+# The largest p with 10**p <= 2**t, for t in [_T_MIN, 31]: where the digit
+# search starts (see _grisu2).
+_T_MIN = -80
 
 
-def grisu2(d: float) -> tuple[str, int]:
-    """Digits D and exponent K with d ~= D * 10**K, as fpconv produces them."""
-    bits = struct.unpack("<Q", struct.pack("<d", d))[0]
-    f = bits & (_HIDDEN - 1)
-    e = (bits >> 52) & 0x7FF
+def _floor_log10_pow2(t: int) -> int:
+    if t >= 0:
+        return len(str(1 << t)) - 1
+    j = 0
+    while 10**j < (1 << -t):
+        j += 1
+    return -j
+
+
+_LOG10_POW2 = [_floor_log10_pow2(t) for t in range(_T_MIN, 32)]
+_TENS = [10**i for i in range(40)]
+
+
+def _grisu2(bits: int) -> tuple[str, int]:
+    """Digits D and exponent K (value ~= D * 10**K) of a positive finite
+    double's bit pattern, exactly as fpconv's Grisu2 produces them.
+
+    fpconv generates digits of the upper boundary one at a time and stops at
+    the first (coarsest) position where the rest of the boundary fits in the
+    interval. The remainder only grows as the position gets coarser, so we
+    jump to a position known to fit, step up while the next one still fits,
+    then take all the digits with one division.
+    """
+    f = bits & _FRAC_MASK
+    e = bits >> 52
     if e:
-        f += _HIDDEN
+        f |= _HIDDEN
         e -= 1075
     else:
         e = -1074
-    # boundaries
-    uf, ue = (f << 1) + 1, e - 1
-    while not uf & (_HIDDEN << 1):
-        uf <<= 1
-        ue -= 1
-    uf <<= 10
-    ue -= 10
+    # The double and its two rounding boundaries, normalised to 64 bits with
+    # a common exponent (fpconv's normalize and get_normalized_boundaries).
+    s = 64 - f.bit_length()
     ls = 2 if f == _HIDDEN else 1
-    lf, le = (f << ls) - 1, e - ls
-    lf <<= le - ue
-    le = ue
-    # normalize w
-    wf, we = f, e
-    while not wf & _HIDDEN:
-        wf <<= 1
-        we -= 1
-    wf <<= 11
-    we -= 11
-    approx = int(-(ue + 87) * 0.30102999566398114)
-    idx = int((approx + 348) / 8)
-    while True:
-        cur = ue + _POWERS[idx][1] + 64
-        if cur < -60:
-            idx += 1
-        elif cur > -32:
-            idx -= 1
-        else:
-            break
-    k = -348 + idx * 8
-    cf, ce = _POWERS[idx]
-    wf, we = _mul(wf, we, cf, ce)
-    uf, ue = _mul(uf, ue, cf, ce)
-    lf, le = _mul(lf, le, cf, ce)
-    lf += 1
-    uf -= 1
-    K = -k
-    wfrac = uf - wf
-    delta = uf - lf
-    sh = -ue
-    one = 1 << sh
-    part1 = uf >> sh
-    part2 = uf & (one - 1)
-    digits: list[int] = []
-    kappa = 10
-    i = 10
-    while kappa > 0:
-        div = _TENS[i]
-        i += 1
-        digit = part1 // div
-        if digit or digits:
-            digits.append(digit)
-        part1 -= digit * div
-        kappa -= 1
-        tmp = (part1 << sh) + part2
-        if tmp <= delta:
-            K += kappa
-            _round_digit(digits, delta, tmp, (div << sh) & _M64, wfrac)
-            return "".join(map(str, digits)), K
-    u = 18
-    while True:
-        part2 *= 10
-        delta *= 10
-        kappa -= 1
-        digit = part2 >> sh
-        if digit or digits:
-            digits.append(digit)
-        part2 &= one - 1
-        if part2 < delta:
-            K += kappa
-            _round_digit(digits, delta, part2, one, (wfrac * _TENS[u]) & _M64)
-            return "".join(map(str, digits)), K
-        u -= 1
+    ue = e - s
+    c, sh, k = _SCALE[ue - _UE_MIN]
+    # fpconv's rounded 64x64 -> high-64 multiply, then one unit of safety
+    # margin off each boundary.
+    upper = ((((f << 1) | 1) << (s - 1)) * c + _HALF >> 64) - 1
+    lower = ((((f << ls) - 1) << (s - ls)) * c + _HALF >> 64) + 1
+    wfrac = upper - ((f << s) * c + _HALF >> 64)
+    delta = upper - lower
+    mask = (1 << sh) - 1
+
+    if upper & mask <= delta:
+        # Position 0 fits. fpconv's integer loop tests "<=" where its
+        # fraction loop tests "<", so this holds even when a remainder equal
+        # to delta failed every fractional position: then p >= 0 regardless.
+        p = 0
+        while p < 9 and upper % (_TENS[p + 1] << sh) <= delta:
+            p += 1
+    else:
+        # Somewhere below 0: lo fits (the interval is wider than 10**lo),
+        # hi does not. Most doubles stop within two places of lo, short
+        # decimals much higher, so probe upward twice, then bisect.
+        lo = _LOG10_POW2[delta.bit_length() - 1 - sh - _T_MIN]
+        hi = 0
+        probes = 0
+        while hi - lo > 1:
+            mid = lo + 1 if probes < 2 else (lo + hi) >> 1
+            probes += 1
+            t = _TENS[-mid]
+            if (upper * t) & mask < delta * t:
+                lo = mid
+            else:
+                hi = mid
+        p = lo
+
+    if p >= 0:
+        unit = _TENS[p] << sh
+        n, rem = divmod(upper, unit)
+    else:
+        t = _TENS[-p]
+        scaled = upper * t
+        unit = 1 << sh
+        n, rem = scaled >> sh, scaled & mask
+        delta *= t
+        wfrac = (wfrac * t) & _M64
+    # fpconv's round_digit: move the last digit down toward the double itself
+    # while that stays inside the interval and gets closer.
+    while (
+        rem < wfrac
+        and delta - rem >= unit
+        and (rem + unit < wfrac or wfrac - rem > rem + unit - wfrac)
+    ):
+        n -= 1
+        rem += unit
+    return str(n), p - k
 
 
-_CACHE: dict[float, bytes] = {}
+def _layout(digits: str, k: int, neg: bool) -> str:
+    """fpconv's emit_digits: plain when the number is short enough, otherwise
+    exponent notation with at most 18 characters of mantissa (17 if negative)."""
+    n = len(digits)
+    exp = abs(k + n - 1)
+    if k >= 0:
+        if exp < n + 7:
+            return digits + "0" * k
+    elif k > -7 or exp < 4:
+        offset = n + k
+        if offset <= 0:
+            return "0." + "0" * -offset + digits
+        return digits[:offset] + "." + digits[offset:]
+    # fpconv's quirk: the sign of the exponent follows the truncated mantissa,
+    # its magnitude the full one.
+    nd = min(n, 18 - neg)
+    head = digits[0] + "." + digits[1:nd] if nd > 1 else digits[0]
+    return head + ("e-" if k + nd - 1 < 0 else "e+") + str(exp)
 
 
 def format_double(x: float) -> bytes:
+    """A double as Valkey's d2string writes it (score replies, RESP3 doubles)."""
+    if x.is_integer() and -_LL_HALF <= x <= _LL_HALF:
+        if x:
+            return b"%d" % x
+        return b"-0" if _BITS(_PACK(x))[0] >> 63 else b"0"
     if x != x:
         return b"nan"
     if x == _INF:
         return b"inf"
-    if x == -_INF:
+    if x == _NINF:
         return b"-inf"
-    if x == 0.0:
-        return b"-0" if math.copysign(1.0, x) < 0 else b"0"
-    if x.is_integer() and -_LL_HALF <= x <= _LL_HALF:
-        return b"%d" % int(x)
-    cached = _CACHE.get(x)
-    if cached is not None:
-        return cached
-    digits, k = grisu2(-x if x < 0 else x)
-    neg = x < 0
-    n = len(digits)
-    exp = abs(k + n - 1)
-    if k >= 0 and exp < n + 7:
-        s = digits + "0" * k
-    elif k < 0 and (k > -7 or exp < 4):
-        offset = n + k
-        if offset <= 0:
-            s = "0." + "0" * (-offset) + digits
-        else:
-            s = digits[:offset] + "." + digits[offset:]
-    else:
-        n = min(n, 18 - neg)
-        e = k + n - 1 if n == len(digits) else k + len(digits) - 1
-        s = digits[0] + ("." + digits[1:n] if n > 1 else "") + "e" + ("-" if e < 0 else "+") + str(abs(e))
-    out = ("-" + s if neg else s).encode()
-    if len(_CACHE) >= 65536:
-        _CACHE.clear()
-    _CACHE[x] = out
-    return out
+    bits = _BITS(_PACK(x))[0]
+    if bits >> 63:
+        digits, k = _grisu2(bits & ~_HALF)
+        return ("-" + _layout(digits, k, True)).encode()
+    digits, k = _grisu2(bits)
+    return _layout(digits, k, False).encode()
+
+
+_SPACE = b" \t\n\v\f\r"
+_INF_WORDS = (b"inf", b"+inf", b"-inf", b"infinity", b"+infinity", b"-infinity")
 
 
 def parse_double(b: bytes) -> float | None:
-    """Valkey's string-to-double rules: no spaces, no NaN, the whole string.
+    """A score or weight as Valkey's string2d reads it, or None where Valkey
+    refuses it; callers pick the error text, which differs between commands.
 
-    Returns None where Valkey would refuse the value; callers pick the error
-    text, which differs between commands.
+    Python's float() is correctly rounded like fast_float, so it gives the
+    same value; what differs is what it accepts: surrounding whitespace and
+    digit-group underscores (refused by Valkey) and out-of-range literals,
+    which it turns into inf or 0 where Valkey reports a range error.
     """
-    if not b:
-        return None
-    c = b[0]
-    if c in b" \t\n\r\v\f" or b[-1] in b" \t\n\r\v\f":
+    if not b or b[0] in _SPACE or b[-1] in _SPACE:
         return None
     try:
         x = float(b)
     except ValueError:
         return None
-    if x != x:
+    if x != x or b"_" in b:
         return None
-    if b"_" in b:
-        # Python accepts digit separators; C's strtod does not.
-        return None
-    if math.isinf(x):
-        low = b.lower().lstrip(b"+-")
-        if low not in (b"inf", b"infinity"):
-            # A finite literal that overflowed: strtod reports ERANGE.
-            return None
-    elif x == 0.0 and b.lower().partition(b"e")[0].strip(b"+-.0"):
-        # A nonzero literal that underflowed to zero: ERANGE too.
-        return None
+    if x == _INF or x == _NINF:
+        if b.lower() not in _INF_WORDS:
+            return None  # a finite literal that overflowed
+    elif not x and b.lower().partition(b"e")[0].strip(b"+-.0"):
+        return None  # a nonzero literal that underflowed to zero
     return x

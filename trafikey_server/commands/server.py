@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import hashlib
+import re
+import time as _time
+from typing import TYPE_CHECKING, Any
 
+from .. import commandinfo, glob
+from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
 from ..parsing import to_int
-from ..resp import OK, bulk, integer
+from ..resp import EMPTY_ARRAY, OK, array, bulk, bulks, integer, status
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..registry import Command
 
 
 def _flush_mode(argv: list[bytes]) -> None:
@@ -54,3 +60,335 @@ def time(c: Client, argv: list[bytes]) -> bytes:
     s = b"%d" % (us // 1_000_000)
     u = b"%d" % (us % 1_000_000)
     return b"*2\r\n" + bulk(s) + bulk(u)
+
+
+# -- COMMAND ------------------------------------------------------------------
+
+
+def command(c: Client, argv: list[bytes]) -> bytes:
+    return array([commandinfo.info(cmd, c.resp) for cmd in c.server.table.ordered])
+
+
+def command_count(c: Client, argv: list[bytes]) -> bytes:
+    return integer(len(c.server.table.ordered))
+
+
+def _find(c: Client, name: bytes) -> Command | None:
+    """``get`` or ``client|setname``: a row or a subcommand row."""
+    head, sep, tail = name.lower().partition(b"|")
+    cmd = c.server.table.lookup(head)
+    if cmd is not None and sep:
+        return cmd.subcommands.get(tail)
+    return cmd
+
+
+def command_info(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) == 2:
+        return command(c, argv)
+    out = []
+    for name in argv[2:]:
+        cmd = _find(c, name)
+        out.append(c.r.null if cmd is None else commandinfo.info(cmd, c.resp))
+    return array(out)
+
+
+def command_docs(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) == 2:
+        cmds = list(c.server.table.ordered)
+    else:
+        cmds = [cmd for cmd in (_find(c, n) for n in argv[2:]) if cmd is not None]
+    return c.r.map([(bulk(cmd.bname), commandinfo.docs(cmd, c.resp)) for cmd in cmds])
+
+
+def command_list(c: Client, argv: list[bytes]) -> bytes:
+    cmds = list(c.server.table.everything())
+    if len(argv) == 2:
+        return bulks([cmd.bname for cmd in cmds])
+    if len(argv) != 5 or argv[2].lower() != b"filterby":
+        raise syntax()
+    kind, arg = argv[3].lower(), argv[4]
+    if kind == b"module":
+        return EMPTY_ARRAY
+    if kind == b"aclcat":
+        want = "@" + arg.decode(errors="replace").lower()
+        return bulks([cmd.bname for cmd in cmds if want in cmd.acl_categories])
+    if kind == b"pattern":
+        return bulks([cmd.bname for cmd in cmds if glob.match(arg.lower(), cmd.bname)])
+    raise syntax()
+
+
+def _begin(spec: dict[str, Any], argv: list[bytes]) -> int:
+    """Where a key spec's keys start in argv, or -1 when not found."""
+    bs = spec.get("begin_search", {})
+    s = bs.get("spec", {})
+    if bs.get("type") == "index":
+        return int(s.get("index", 0))
+    if bs.get("type") == "keyword":
+        kw = s.get("keyword", "").encode().lower()
+        start = int(s.get("startfrom", 1))
+        n = len(argv)
+        if start >= 0:
+            rng = range(start, n)
+        else:
+            rng = range(n + start, 0, -1)
+        for i in rng:
+            if argv[i].lower() == kw:
+                return i + 1
+    return -1
+
+
+def _spec_keys(spec: dict[str, Any], argv: list[bytes]) -> list[int]:
+    first = _begin(spec, argv)
+    n = len(argv)
+    if first < 0 or first >= n:
+        return []
+    fk = spec.get("find_keys", {})
+    s = fk.get("spec", {})
+    if fk.get("type") == "range":
+        lastkey, step, limit = int(s.get("lastkey", 0)), int(s.get("keystep", 1)), int(s.get("limit", 0))
+        if lastkey >= 0:
+            last = first + lastkey
+        elif limit <= 1:
+            last = n + lastkey
+        else:
+            last = first + (n - first) // limit + lastkey
+        last = min(last, n - 1)
+        return list(range(first, last + 1, max(step, 1)))
+    if fk.get("type") == "keynum":
+        numidx = first + int(s.get("keynumidx", 0))
+        if numidx >= n:
+            return []
+        num = to_int(argv[numidx])
+        if num is None or num < 0:
+            return []
+        start, step = first + int(s.get("firstkey", 1)), max(int(s.get("keystep", 1)), 1)
+        return [i for i in range(start, start + num * step, step) if i < n]
+    return []
+
+
+def _getkeys(c: Client, argv: list[bytes]) -> list[tuple[bytes, list[str]]]:
+    sub = argv[2:]
+    cmd = c.server.table.lookup(sub[0])
+    if cmd is not None and cmd.subcommands and len(sub) > 1:
+        cmd = cmd.subcommands.get(sub[1].lower(), cmd)
+    if cmd is None:
+        raise CommandError(b"ERR Invalid command specified")
+    if not cmd.arity_ok(len(sub)):
+        raise CommandError(b"ERR Invalid number of arguments specified for command")
+    out: list[tuple[bytes, list[str]]] = []
+    for spec in cmd.key_specs:
+        flags = list(spec.get("flags", []))
+        out.extend((sub[i], flags) for i in _spec_keys(spec, sub))
+    if not out:
+        raise CommandError(b"ERR The command has no key arguments")
+    return out
+
+
+def command_getkeys(c: Client, argv: list[bytes]) -> bytes:
+    return bulks([k for k, _ in _getkeys(c, argv)])
+
+
+def command_getkeysandflags(c: Client, argv: list[bytes]) -> bytes:
+    r = c.r
+    out = []
+    for k, flags in _getkeys(c, argv):
+        fs = r.set_header(len(flags)) + b"".join(b"+%s\r\n" % f.encode() for f in flags)
+        out.append(b"*2\r\n" + bulk(k) + fs)
+    return array(out)
+
+
+_COMMAND_HELP = [
+    b"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"(no subcommand)",
+    b"    Return details about all commands.",
+    b"COUNT",
+    b"    Return the total number of commands in this server.",
+    b"LIST",
+    b"    Return a list of all commands in this server.",
+    b"INFO [<command-name> ...]",
+    b"    Return details about multiple commands.",
+    b"    If no command names are given, documentation details for all",
+    b"    commands are returned.",
+    b"DOCS [<command-name> ...]",
+    b"    Return documentation details about multiple commands.",
+    b"    If no command names are given, documentation details for all",
+    b"    commands are returned.",
+    b"GETKEYS <full-command>",
+    b"    Return the keys from a full command.",
+    b"GETKEYSANDFLAGS <full-command>",
+    b"    Return the keys and the access flags from a full command.",
+    b"HELP",
+    b"    Print this help.",
+]
+_COMMAND_HELP_REPLY = array([b"+%s\r\n" % line for line in _COMMAND_HELP])
+
+
+def command_help(c: Client, argv: list[bytes]) -> bytes:
+    return _COMMAND_HELP_REPLY
+
+
+# -- LASTSAVE, SHUTDOWN, DEBUG ---------------------------------------------------
+
+
+def lastsave(c: Client, argv: list[bytes]) -> bytes:
+    # Nothing is ever saved, so the last save is the start, as for a fresh Valkey.
+    return integer(int(c.server.started_at))
+
+
+def shutdown(c: Client, argv: list[bytes]) -> bytes:
+    opts = {a.lower() for a in argv[1:]}
+    if len(opts) != len(argv) - 1 or not opts <= {b"nosave", b"save", b"now", b"force", b"abort"}:
+        raise syntax()
+    if {b"nosave", b"save"} <= opts or (b"abort" in opts and len(opts) > 1):
+        raise syntax()
+    if b"abort" in opts:
+        raise CommandError(b"ERR No shutdown in progress.")
+    c.server.request_shutdown()
+    c.closing = True
+    return b""
+
+
+def _digest_value(v: object) -> bytes:
+    """A stable rendering of a value: container contents in sorted order so
+    the digest does not depend on insertion history."""
+    if isinstance(v, (bytes, bytearray)):
+        return b"s" + bytes(v)
+    scores = getattr(v, "scores", None)
+    if scores is not None:
+        return b"z" + b"\0".join(m + b"\1" + repr(s).encode() for m, s in sorted(scores.items()))
+    if isinstance(v, dict):
+        return b"h" + b"\0".join(k + b"\1" + bytes(x) for k, x in sorted(v.items()))
+    return repr(v).encode()
+
+
+def _digest(c: Client) -> bytes:
+    """DEBUG DIGEST: XOR of per-key SHA1s (order-free, like Valkey's); all
+    zeros for an empty dataset."""
+    acc = 0
+    for i, db in enumerate(c.server.dbs):
+        for key in list(db.live_keys()):
+            v = db.get(key)
+            if v is None:
+                continue
+            ttl = db.ttl_ms(key)
+            h = hashlib.sha1(b"%d\0%s\0%s\0%d" % (i, key, _digest_value(v), ttl is not None))
+            acc ^= int.from_bytes(h.digest(), "big")
+    return b"%040x" % acc
+
+
+_ATOF = re.compile(rb"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def debug(c: Client, argv: list[bytes]) -> bytes:
+    sub = argv[1].lower()
+    if sub == b"sleep" and len(argv) == 3:
+        # Valkey reads the delay with atof: junk is 0, a numeric prefix counts.
+        m = _ATOF.match(argv[2])
+        secs = float(m.group()) if m else 0.0
+        if secs > 0:
+            _time.sleep(secs)  # blocking on purpose: DEBUG SLEEP stalls the server
+        return OK
+    if sub == b"digest" and len(argv) == 2:
+        return status(_digest(c))
+    raise CommandError(b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1])
+
+
+# -- CONFIG -----------------------------------------------------------------------
+
+
+def _config_pairs(c: Client, pattern: bytes) -> list[tuple[str, Option]]:
+    opts = c.server.config.options
+    pat = pattern.decode(errors="replace").lower()
+    if not any(ch in pat for ch in "*?["):
+        # An exact name is echoed as sent, case included, like Valkey.
+        opt = opts.get(pat)
+        return [] if opt is None else [(pattern.decode(errors="replace"), opt)]
+    bpat = pat.encode()
+    return [(name, opt) for name, opt in opts.items()
+            if name == opt.name and glob.match(bpat, name.encode())]
+
+
+def config_get(c: Client, argv: list[bytes]) -> bytes:
+    cfg = c.server.config
+    seen: dict[str, str] = {}
+    for pattern in argv[2:]:
+        for name, opt in _config_pairs(c, pattern):
+            if name not in seen:
+                seen[name] = opt.show(cfg.values[opt.name])
+    return c.r.bulk_map((k.encode(), v.encode()) for k, v in seen.items())
+
+
+def _set_failed(name: bytes, reason: str) -> CommandError:
+    return CommandError(b"ERR CONFIG SET failed (possibly related to argument '%s') - %s"
+                        % (name, reason.encode()))
+
+
+def config_set(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) % 2:
+        raise syntax()
+    cfg = c.server.config
+    chosen: list[tuple[bytes, Option, bytes]] = []
+    names: set[str] = set()
+    for i in range(2, len(argv), 2):
+        opt = cfg.options.get(argv[i].decode(errors="replace").lower())
+        if opt is None:
+            raise CommandError(b"ERR Unknown option or number of arguments for CONFIG SET - '%s'" % argv[i])
+        if not opt.mutable:
+            raise _set_failed(argv[i], "can't set immutable config")
+        if opt.name in names:
+            raise _set_failed(argv[i], "duplicate parameter")
+        names.add(opt.name)
+        chosen.append((argv[i], opt, argv[i + 1]))
+    # All values parse before any is stored: CONFIG SET is all-or-nothing.
+    parsed: list[tuple[bytes, Option, Any]] = []
+    for name, opt, text in chosen:
+        try:
+            parsed.append((name, opt, opt.parse(text.decode(errors="replace"))))
+        except ConfigError as e:
+            raise _set_failed(name, str(e)) from None
+    old = {opt.name: cfg.values[opt.name] for _, opt, _ in parsed}
+    try:
+        for _, opt, value in parsed:
+            cfg.values[opt.name] = value
+            if opt.apply is not None:
+                opt.apply(c.server, value)
+    except ConfigError as e:
+        cfg.values.update(old)
+        raise _set_failed(parsed[0][0], str(e)) from None
+    return OK
+
+
+def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
+    srv = c.server
+    for cmd in srv.table.ordered:
+        cmd.reset_stats()
+    srv.error_stats.clear()
+    srv.total_error_replies = 0
+    srv.expired_keys = 0
+    return OK
+
+
+_CONFIG_HELP = array([b"+%s\r\n" % line for line in (
+    b"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"GET <pattern>",
+    b"    Return parameters matching the glob-like <pattern> and their values.",
+    b"SET <directive> <value>",
+    b"    Set the configuration <directive> to <value>.",
+    b"RESETSTAT",
+    b"    Reset statistics reported by the INFO command.",
+    b"REWRITE",
+    b"    Rewrite the configuration file.",
+    b"HELP",
+    b"    Print this help.",
+)])
+
+
+def config_help(c: Client, argv: list[bytes]) -> bytes:
+    return _CONFIG_HELP
+
+
+def config(c: Client, argv: list[bytes]) -> bytes:
+    """The container row: dispatch routes every call to a subcommand row
+    (arity -2 guarantees one), so this only answers if that ever changes."""
+    raise CommandError(b"ERR unknown subcommand '%s'. Try CONFIG HELP." % argv[1] if len(argv) > 1
+                       else b"ERR wrong number of arguments for 'config' command")
