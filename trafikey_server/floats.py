@@ -68,14 +68,14 @@ _FIRST_POWER = -348
 _POWERS = [_pow10_fp(_FIRST_POWER + 8 * i) for i in range(87)]
 
 
-def _pick_power(ue: int) -> tuple[int, int, int]:
+def _pick_power(ue: int) -> tuple[int, int, int, int]:
     """The cached power fpconv picks for a boundary with binary exponent ue.
 
     fpconv starts from a logarithm estimate and steps until the product's
     exponent lands in [-60, -32]; the window is wider than one step, so where
     it starts decides which of two valid powers it takes. We replay that walk.
-    Returns (significand, shift, decimal exponent): the digit loop works on
-    the product as a fixed-point number with ``shift`` fraction bits.
+    Returns (significand, shift, decimal exponent, mask): the digit loop
+    works on the product as a fixed-point number with ``shift`` fraction bits.
     """
     approx = int(-(ue + 87) * 0.30102999566398114)
     idx = int((approx - _FIRST_POWER) / 8)
@@ -87,7 +87,7 @@ def _pick_power(ue: int) -> tuple[int, int, int]:
             idx -= 1
         else:
             f, _ = _POWERS[idx]
-            return f, -current, _FIRST_POWER + 8 * idx
+            return f, -current, _FIRST_POWER + 8 * idx, (1 << -current) - 1
 
 
 # Boundaries' binary exponents run from -1137 (smallest subnormal) to 960.
@@ -122,26 +122,28 @@ def _grisu2(bits: int) -> tuple[str, int]:
     jump to a position known to fit, step up while the next one still fits,
     then take all the digits with one division.
     """
-    f = bits & _FRAC_MASK
     e = bits >> 52
     if e:
-        f |= _HIDDEN
-        e -= 1075
+        f = (bits & _FRAC_MASK) | _HIDDEN
+        s = 11
+        ue = e - 1086
+        half = 1024
     else:
-        e = -1074
-    # The double and its two rounding boundaries, normalised to 64 bits with
-    # a common exponent (fpconv's normalize and get_normalized_boundaries).
-    s = 64 - f.bit_length()
-    ls = 2 if f == _HIDDEN else 1
-    ue = e - s
-    c, sh, k = _SCALE[ue - _UE_MIN]
-    # fpconv's rounded 64x64 -> high-64 multiply, then one unit of safety
-    # margin off each boundary.
-    upper = ((((f << 1) | 1) << (s - 1)) * c + _HALF >> 64) - 1
-    lower = ((((f << ls) - 1) << (s - ls)) * c + _HALF >> 64) + 1
-    wfrac = upper - ((f << s) * c + _HALF >> 64)
+        f = bits
+        s = 64 - f.bit_length()
+        ue = -1074 - s
+        half = 1 << (s - 1)
+    # The double and its two rounding boundaries (halfway to each neighbour,
+    # the lower one nearer at a power of two), normalised to 64 bits with a
+    # common exponent as fpconv's normalize and get_normalized_boundaries
+    # leave them; then fpconv's rounded 64x64 -> high-64 multiply by the
+    # cached power, with one unit of safety margin off each boundary.
+    c, sh, k, mask = _SCALE[ue - _UE_MIN]
+    w = f << s
+    upper = ((w + half) * c + _HALF >> 64) - 1
+    lower = ((w - (half >> 1 if f == _HIDDEN else half)) * c + _HALF >> 64) + 1
+    wfrac = upper - (w * c + _HALF >> 64)
     delta = upper - lower
-    mask = (1 << sh) - 1
 
     if upper & mask <= delta:
         # Position 0 fits. fpconv's integer loop tests "<=" where its

@@ -392,3 +392,10 @@ def config(c: Client, argv: list[bytes]) -> bytes:
     (arity -2 guarantees one), so this only answers if that ever changes."""
     raise CommandError(b"ERR unknown subcommand '%s'. Try CONFIG HELP." % argv[1] if len(argv) > 1
                        else b"ERR wrong number of arguments for 'config' command")
+
+
+def info(c: Client, argv: list[bytes]) -> bytes:
+    from ..info import render
+
+    text = render(c.server, [a.decode(errors="replace") for a in argv[1:]]).encode()
+    return c.r.verbatim(text)
