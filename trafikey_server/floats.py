@@ -119,8 +119,8 @@ def _grisu2(bits: int) -> tuple[str, int]:
     fpconv generates digits of the upper boundary one at a time and stops at
     the first (coarsest) position where the rest of the boundary fits in the
     interval. The remainder only grows as the position gets coarser, so we
-    jump to a position known to fit, step up while the next one still fits,
-    then take all the digits with one division.
+    search for that position (a few probes instead of up to 17 rounds of
+    digit arithmetic), then take all the digits with one division.
     """
     e = bits >> 52
     if e:
@@ -181,11 +181,7 @@ def _grisu2(bits: int) -> tuple[str, int]:
         wfrac = (wfrac * t) & _M64
     # fpconv's round_digit: move the last digit down toward the double itself
     # while that stays inside the interval and gets closer.
-    while (
-        rem < wfrac
-        and delta - rem >= unit
-        and (rem + unit < wfrac or wfrac - rem > rem + unit - wfrac)
-    ):
+    while rem < wfrac and delta - rem >= unit and (rem + unit < wfrac or wfrac - rem > rem + unit - wfrac):
         n -= 1
         rem += unit
     return str(n), p - k

@@ -3,13 +3,37 @@
 Expiry follows Valkey's expireGenericCommand: options are parsed before the
 time, the time is checked for overflow before the key is looked up, and a
 time already in the past deletes the key (and still answers 1).
+
+SCAN's cursor is a position in a fixed order of all possible keys: the order
+of ``hash(key)`` (Python's bytes hash, stable for the life of the process),
+with the cursor naming the smallest hash still to visit. Because the order
+does not depend on what the database holds, a full iteration returns every
+key that is present from its first call to its last, whatever is inserted
+or deleted meanwhile, and any number of iterations may run at once, from any
+connection. A key added or removed during the iteration may or may not be
+returned, and one never comes twice (keys whose hashes share a cursor value
+are always returned by the same call). To find the next keys without
+sorting the database on every call, a snapshot of the keys sorted by hash is
+kept per database: it is rebuilt by every call with cursor 0 (so it holds
+every key present since the start of any iteration in progress) and when
+the database was flushed or swapped, checked against the live data on use,
+and dropped when an iteration ends. A call visits at most ten times COUNT
+snapshot entries, as Valkey bounds its own work, so a snapshot full of
+deleted keys may give short or empty pages with a non-zero cursor.
+
+OBJECT IDLETIME answers 0: tracking an access time on every read would cost
+every command, and nothing else depends on it. OBJECT FREQ refuses as
+Valkey does under the default (non-LFU) eviction policy; under an LFU
+policy it answers 5, Valkey's counter for a key just written.
 """
 
 from __future__ import annotations
 
 import copy as _copy
-import heapq
 import random
+from array import array
+from bisect import bisect_left
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError, not_integer, syntax
@@ -18,23 +42,33 @@ from ..parsing import LLONG_MAX, parse_int, to_int
 from ..resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..types import Hash, type_name
 from .hash import parse_cursor
+from .strings import carry_float_int, encoding, option, rekeyed
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..db import Db
 
-_NO_SUCH_KEY = CommandError(b"ERR no such key")
-_SAME = CommandError(b"ERR source and destination objects are the same")
-_DB_RANGE = CommandError(b"ERR DB index is out of range")
+_NO_SUCH_KEY = b"ERR no such key"
+_SAME = b"ERR source and destination objects are the same"
+_DB_RANGE = b"ERR DB index is out of range"
 _MINUS_TWO = b":-2\r\n"
 _MINUS_ONE = b":-1\r\n"
 
 
+def _cstr(b: bytes) -> bytes:
+    """b as C code sees it: up to the first NUL byte."""
+    i = b.find(b"\0")
+    return b if i < 0 else b[:i]
+
+
+# -- existence and type ------------------------------------------------------------
+
+
 def del_(c: Client, argv: list[bytes]) -> bytes:
-    db = c.db
+    delete = c.db.delete
     n = 0
     for key in argv[1:]:
-        if db.delete(key):
+        if delete(key):
             n += 1
     return integer(n)
 
@@ -48,7 +82,11 @@ def unlink(c: Client, argv: list[bytes]) -> bytes:
 
 def exists(c: Client, argv: list[bytes]) -> bytes:
     get = c.db.get
-    return integer(sum(1 for key in argv[1:] if get(key) is not None))
+    n = 0
+    for key in argv[1:]:
+        if get(key) is not None:
+            n += 1
+    return integer(n)
 
 
 def touch(c: Client, argv: list[bytes]) -> bytes:
@@ -61,20 +99,32 @@ def type(c: Client, argv: list[bytes]) -> bytes:
 
 def keys(c: Client, argv: list[bytes]) -> bytes:
     pattern = argv[1]
+    live = list(c.db.live_keys())
     if pattern == b"*":
-        return bulks(list(c.db.live_keys()))
+        return bulks(live)
     m = matcher(pattern)
-    return bulks([k for k in c.db.live_keys() if m(k)])
+    return bulks([k for k in live if m(k)])
 
 
 def randomkey(c: Client, argv: list[bytes]) -> bytes:
-    live = list(c.db.live_keys())
-    if not live:
-        return c.r.null
-    return bulk(random.choice(live))
+    """A uniformly chosen live key. Picking the n-th key of the dict costs
+    O(n) in C; an expired pick is removed (as Valkey's dbRandomKey does) and
+    another drawn, and a database of mostly expired keys falls back to one
+    pass over the live ones."""
+    db = c.db
+    data = db.data
+    for _ in range(16):
+        if not data:
+            return c.r.null
+        key = next(islice(data, random.randrange(len(data)), None))
+        if db.get(key) is not None:
+            return bulk(key)
+        data = db.data
+    live = list(db.live_keys())
+    return bulk(random.choice(live)) if live else c.r.null
 
 
-# -- expiry ------------------------------------------------------------------
+# -- expiry ------------------------------------------------------------------------
 
 _NX, _XX, _GT, _LT = 1, 2, 4, 8
 _EXPIRE_FLAGS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT}
@@ -83,9 +133,9 @@ _EXPIRE_FLAGS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT}
 def _expire_flags(argv: list[bytes]) -> int:
     flags = 0
     for opt in argv[3:]:
-        bit = _EXPIRE_FLAGS.get(opt.lower())
+        bit = _EXPIRE_FLAGS.get(option(opt))
         if bit is None:
-            raise CommandError(b"ERR Unsupported option " + opt)
+            raise CommandError(b"ERR Unsupported option " + _cstr(opt))
         flags |= bit
     if flags & _NX and flags & (_XX | _GT | _LT):
         raise CommandError(b"ERR NX and XX, GT or LT options at the same time are not compatible")
@@ -94,19 +144,23 @@ def _expire_flags(argv: list[bytes]) -> int:
     return flags
 
 
-def _expire(c: Client, argv: list[bytes], unit_ms: int, relative: bool) -> bytes:
+def _invalid_expire(argv: list[bytes]) -> CommandError:
+    return CommandError(b"ERR invalid expire time in '%s' command" % argv[0].lower())
+
+
+def _expire(c: Client, argv: list[bytes], seconds: bool, relative: bool) -> bytes:
     flags = _expire_flags(argv) if len(argv) > 3 else 0
     when = parse_int(argv[2])
-    name = argv[0].lower()
-    if unit_ms == 1000:
+    if seconds:
+        # C's LLONG_MIN / 1000 truncates toward zero.
         if when > LLONG_MAX // 1000 or when < -(LLONG_MAX // 1000):
-            raise CommandError(b"ERR invalid expire time in '%s' command" % name)
+            raise _invalid_expire(argv)
         when *= 1000
     db = c.db
     now = db.clock.ms()
     if relative:
         if when > LLONG_MAX - now:
-            raise CommandError(b"ERR invalid expire time in '%s' command" % name)
+            raise _invalid_expire(argv)
         when += now
     key = argv[1]
     if db.get(key) is None:
@@ -117,6 +171,7 @@ def _expire(c: Client, argv: list[bytes], unit_ms: int, relative: bool) -> bytes
             return ZERO
         if flags & _XX and cur is None:
             return ZERO
+        # No expire counts as an infinite one: never less, always greater.
         if flags & _GT and (cur is None or when <= cur):
             return ZERO
         if flags & _LT and cur is not None and when >= cur:
@@ -129,56 +184,50 @@ def _expire(c: Client, argv: list[bytes], unit_ms: int, relative: bool) -> bytes
 
 
 def expire(c: Client, argv: list[bytes]) -> bytes:
-    return _expire(c, argv, 1000, True)
+    return _expire(c, argv, True, True)
 
 
 def pexpire(c: Client, argv: list[bytes]) -> bytes:
-    return _expire(c, argv, 1, True)
+    return _expire(c, argv, False, True)
 
 
 def expireat(c: Client, argv: list[bytes]) -> bytes:
-    return _expire(c, argv, 1000, False)
+    return _expire(c, argv, True, False)
 
 
 def pexpireat(c: Client, argv: list[bytes]) -> bytes:
-    return _expire(c, argv, 1, False)
+    return _expire(c, argv, False, False)
 
 
-def _ttl(c: Client, key: bytes, ms: bool) -> bytes:
+def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
+    """Valkey's ttlGenericCommand: -2 no key, -1 no expire, else the time
+    left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
     if db.get(key) is None:
         return _MINUS_TWO
     when = db.ttl_ms(key)
     if when is None:
         return _MINUS_ONE
-    left = max(when - db.clock.ms(), 0)
+    left = when if absolute else when - db.clock.ms()
+    if left < 0:
+        left = 0
     return integer(left if ms else (left + 500) // 1000)
 
 
 def ttl(c: Client, argv: list[bytes]) -> bytes:
-    return _ttl(c, argv[1], False)
+    return _ttl(c, argv[1], False, False)
 
 
 def pttl(c: Client, argv: list[bytes]) -> bytes:
-    return _ttl(c, argv[1], True)
-
-
-def _expiretime(c: Client, key: bytes, ms: bool) -> bytes:
-    db = c.db
-    if db.get(key) is None:
-        return _MINUS_TWO
-    when = db.ttl_ms(key)
-    if when is None:
-        return _MINUS_ONE
-    return integer(when if ms else (when + 500) // 1000)
+    return _ttl(c, argv[1], True, False)
 
 
 def expiretime(c: Client, argv: list[bytes]) -> bytes:
-    return _expiretime(c, argv[1], False)
+    return _ttl(c, argv[1], False, True)
 
 
 def pexpiretime(c: Client, argv: list[bytes]) -> bytes:
-    return _expiretime(c, argv[1], True)
+    return _ttl(c, argv[1], True, True)
 
 
 def persist(c: Client, argv: list[bytes]) -> bytes:
@@ -188,15 +237,18 @@ def persist(c: Client, argv: list[bytes]) -> bytes:
     return ONE if db.persist(argv[1]) else ZERO
 
 
-# -- renaming, copying, moving -------------------------------------------------
+# -- renaming, copying, moving -------------------------------------------------------
 
 
-def _move_key(src_db: Db, src: bytes, dst_db: Db, dst: bytes, value: Any) -> None:
-    when = src_db.ttl_ms(src)
-    src_db.delete(src)
+def _place(src_db: Db, src: bytes, dst_db: Db, dst: bytes, value: Any, when: int | None) -> None:
+    """Store value (taken from src) under dst with src's expire, as Valkey's
+    dbAdd + setExpire: a string is re-created with its new key embedded."""
+    if value.__class__ is bytes and dst != src:
+        value = rekeyed(dst, value)
     dst_db.set(dst, value)
     if when is not None:
         dst_db.set_expire(dst, when)
+    carry_float_int(src_db, src, value, dst_db, dst)
 
 
 def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
@@ -204,14 +256,16 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
     src, dst = argv[1], argv[2]
     value = db.get(src)
     if value is None:
-        raise _NO_SUCH_KEY
+        raise CommandError(_NO_SUCH_KEY)
     if src == dst:
         return ZERO if nx else OK
     if db.get(dst) is not None:
         if nx:
             return ZERO
         db.delete(dst)
-    _move_key(db, src, db, dst, value)
+    when = db.ttl_ms(src)
+    db.delete(src)
+    _place(db, src, db, dst, value, when)
     return ONE if nx else OK
 
 
@@ -224,17 +278,18 @@ def renamenx(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _db_index(c: Client, b: bytes) -> Db:
-    """getIntFromObjectOrReply then selectDb."""
+    """getIntFromObjectOrReply (a C int), then selectDb's range check."""
     v = to_int(b)
     if v is None or v > 2**31 - 1 or v < -(2**31):
         raise not_integer()
     dbs = c.server.dbs
     if v < 0 or v >= len(dbs):
-        raise _DB_RANGE
+        raise CommandError(_DB_RANGE)
     return dbs[v]
 
 
 def _clone(value: Any) -> Any:
+    """A copy that shares nothing mutable with value (COPY's dup functions)."""
     t = value.__class__
     if t is bytes:
         return value
@@ -250,12 +305,13 @@ def _clone(value: Any) -> Any:
 
 def copy(c: Client, argv: list[bytes]) -> bytes:
     src, dst = argv[1], argv[2]
-    dst_db = c.db
+    db = c.db
+    dst_db = db
     replace = False
     i = 3
     n = len(argv)
     while i < n:
-        opt = argv[i].lower()
+        opt = option(argv[i])
         if opt == b"replace":
             replace = True
         elif opt == b"db" and i + 1 < n:
@@ -264,9 +320,8 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         else:
             raise syntax()
         i += 1
-    db = c.db
     if src == dst and dst_db is db:
-        raise _SAME
+        raise CommandError(_SAME)
     value = db.get(src)
     if value is None:
         return ZERO
@@ -274,10 +329,7 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         if not replace:
             return ZERO
         dst_db.delete(dst)
-    when = db.ttl_ms(src)
-    dst_db.set(dst, _clone(value))
-    if when is not None:
-        dst_db.set_expire(dst, when)
+    _place(db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
     return ONE
 
 
@@ -285,134 +337,183 @@ def move(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     dst_db = _db_index(c, argv[2])
     if dst_db is db:
-        raise _SAME
+        raise CommandError(_SAME)
     key = argv[1]
     value = db.get(key)
     if value is None:
         return ZERO
     if dst_db.get(key) is not None:
         return ZERO
-    _move_key(db, key, dst_db, key, value)
+    when = db.ttl_ms(key)
+    db.delete(key)
+    _place(db, key, dst_db, key, value, when)
     return ONE
 
 
-# -- SCAN --------------------------------------------------------------------
+# -- SCAN ------------------------------------------------------------------------------
 
 _TYPE_NAMES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
-_CURSOR_MASK = (1 << 62) - 1
+_HALF = 1 << 63
 
 
-def _cursor_of(key: bytes) -> int:
-    """A key's fixed place in our SCAN order. Python's bytes hash is stable
-    for the life of the process, which is all a cursor needs; ordering by it
-    means a key present for the whole scan is always reached."""
-    return (hash(key) & _CURSOR_MASK) + 1
+class _Snapshot:
+    """The keys of one data dict, sorted by hash, with their hashes."""
+
+    __slots__ = ("data_id", "keys", "hashes")
+
+    def __init__(self, data: dict[bytes, Any]) -> None:
+        self.data_id = id(data)
+        self.keys = sorted(data, key=hash)
+        self.hashes = array("q", map(hash, self.keys))
 
 
-def scan(c: Client, argv: list[bytes]) -> bytes:
-    cursor = parse_cursor(argv[1])
+_snapshots: dict[Db, _Snapshot] = {}
+
+
+def _snapshot(db: Db, fresh: bool) -> _Snapshot:
+    snap = _snapshots.get(db)
+    if fresh or snap is None or snap.data_id != id(db.data):
+        snap = _snapshots[db] = _Snapshot(db.data)
+    return snap
+
+
+def _scan_options(argv: list[bytes]) -> tuple[int, bytes | None, bytes | None]:
+    """COUNT, MATCH and TYPE, in Valkey's order of checks."""
     count = 10
     pattern: bytes | None = None
     want_type: bytes | None = None
     i = 2
     n = len(argv)
     while i < n:
-        opt = argv[i].lower()
-        if opt == b"count" and n - i >= 2:
+        opt = option(argv[i])
+        more = n - i >= 2
+        if opt == b"count" and more:
             v = to_int(argv[i + 1])
             if v is None:
                 raise not_integer()
             if v < 1:
                 raise syntax()
             count = v
-        elif opt == b"match" and n - i >= 2:
+            i += 2
+        elif opt == b"match" and more:
             pattern = argv[i + 1]
-        elif opt == b"type" and n - i >= 2:
-            want_type = argv[i + 1].lower()
+            i += 2
+        elif opt == b"type" and more:
+            name = _cstr(argv[i + 1])
+            want_type = name.lower()
             if want_type not in _TYPE_NAMES:
-                raise CommandError(b"ERR unknown type name '%s'" % argv[i + 1])
+                raise CommandError(b"ERR unknown type name '%s'" % name)
+            i += 2
         elif opt == b"novalues":
             raise CommandError(b"ERR NOVALUES option can only be used in HSCAN")
         elif opt == b"noscores":
             raise CommandError(b"ERR NOSCORES option can only be used in ZSCAN")
         else:
             raise syntax()
-        i += 2
+    return count, pattern, want_type
+
+
+def scan(c: Client, argv: list[bytes]) -> bytes:
+    cursor = parse_cursor(argv[1])
+    count, pattern, want_type = _scan_options(argv)
     db = c.db
-    pending = [(h, k) for k in db.live_keys() if (h := _cursor_of(k)) >= cursor]
-    batch = heapq.nsmallest(count + 1, pending)
-    nxt = 0
-    if len(batch) > count:
-        nxt = batch[count][0]
-        batch = batch[:count]
     m = matcher(pattern) if pattern is not None and pattern != b"*" else None
+    get = db.get
     out: list[bytes] = []
-    data = db.data
-    for _, k in batch:
-        if m is not None and not m(k):
-            continue
-        if want_type is not None and type_name(data[k]) != want_type:
-            continue
-        out.append(k)
+
+    def visit(k: bytes) -> bool:
+        v = get(k)  # None if deleted since, or expired (and now removed)
+        if v is None:
+            return False
+        if (m is None or m(k)) and (want_type is None or type_name(v) == want_type):
+            out.append(k)
+        return True
+
+    nxt = 0
+    if cursor == 0 and len(db.data) <= count:
+        # Everything fits in one reply: no order needed.
+        for k in list(db.data):
+            visit(k)
+    else:
+        snap = _snapshot(db, cursor == 0)
+        keys, hashes = snap.keys, snap.hashes
+        total = len(keys)
+        pos = bisect_left(hashes, (cursor << 1) - _HALF) if cursor else 0
+        sampled = 0
+        budget = count * 10
+        while pos < total and sampled < count and budget:
+            if visit(keys[pos]):
+                sampled += 1
+            budget -= 1
+            pos += 1
+        if 0 < pos < total:
+            # Finish the cursor value just visited, so the next one is new.
+            last = hashes[pos - 1] >> 1
+            while pos < total and hashes[pos] >> 1 == last:
+                visit(keys[pos])
+                pos += 1
+        if pos < total:
+            nxt = (hashes[pos] + _HALF) >> 1
+        else:
+            _snapshots.pop(db, None)
     cur = b"%d" % nxt
     return b"*2\r\n$%d\r\n%s\r\n" % (len(cur), cur) + bulks(out)
 
 
-# -- OBJECT ------------------------------------------------------------------
+# -- OBJECT ----------------------------------------------------------------------------
 
 
-def _embstr_room(key: bytes) -> int:
-    """The longest value Valkey 9 embeds in one allocation with its key
-    (measured on fresh keys: the key's sds header grows at 32 bytes). A value
-    written over a key that already had a TTL gets 8 bytes less there; we
-    do not track that history."""
-    k = len(key)
-    return 112 - (k - 1 if k < 32 else k + 1)
-
-
-def _encoding(v: Any, key: bytes) -> bytes:
+def _encoding(c: Client, key: bytes, v: Any) -> bytes:
     t = v.__class__
-    if t is bytes:
-        if len(v) <= 20 and to_int(v) is not None:
-            return b"int"
-        return b"embstr" if len(v) <= _embstr_room(key) else b"raw"
-    if t is bytearray:
-        return b"raw"
+    if t is bytes or t is bytearray:
+        return encoding(c.db, key, v)
     if t is Hash:
         return b"hashtable" if v.big else b"listpack"
     return b"skiplist" if getattr(v, "big", False) else b"listpack"
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:
-    db = c.db
-    key = argv[2]
-    v = db.get(key)
+    v = c.db.get(argv[2])
     if v is None:
         return c.r.null
-    return bulk(_encoding(v, key))
+    return bulk(_encoding(c, argv[2], v))
 
 
 def object_refcount(c: Client, argv: list[bytes]) -> bytes:
-    # Valkey 9 answers 1 for every value it stores (even small integers).
+    # Valkey 9 embeds the key in every stored value, so none is shared.
     return c.r.null if c.db.get(argv[2]) is None else ONE
 
 
-def object_idletime(c: Client, argv: list[bytes]) -> bytes:
-    # Access times are not tracked: every key reads as just used.
-    return c.r.null if c.db.get(argv[2]) is None else ZERO
+def _lfu(c: Client) -> bool:
+    return "lfu" in str(c.server.config.values.get("maxmemory-policy", "noeviction"))
 
 
+_LFU_SELECTED = (
+    b"ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
+    b"switching between policies at runtime LRU and LFU data will take some time to adjust."
+)
 _NO_LFU = (
     b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
     b"Please note that when switching between policies at runtime LRU and LFU data "
     b"will take some time to adjust."
 )
+_LFU_INIT_VAL = 5
+
+
+def object_idletime(c: Client, argv: list[bytes]) -> bytes:
+    if c.db.get(argv[2]) is None:
+        return c.r.null
+    if _lfu(c):
+        raise CommandError(_LFU_SELECTED)
+    return ZERO
 
 
 def object_freq(c: Client, argv: list[bytes]) -> bytes:
     if c.db.get(argv[2]) is None:
         return c.r.null
-    raise CommandError(_NO_LFU)
+    if not _lfu(c):
+        raise CommandError(_NO_LFU)
+    return integer(_LFU_INIT_VAL)
 
 
 _OBJECT_HELP = (
@@ -432,10 +533,11 @@ _OBJECT_HELP = (
     b"HELP",
     b"    Print this help.",
 )
+_OBJECT_HELP_REPLY = b"*%d\r\n" % len(_OBJECT_HELP) + b"".join(b"+" + line + b"\r\n" for line in _OBJECT_HELP)
 
 
 def object_help(c: Client, argv: list[bytes]) -> bytes:
-    return b"*%d\r\n" % len(_OBJECT_HELP) + b"".join(b"+" + line + b"\r\n" for line in _OBJECT_HELP)
+    return _OBJECT_HELP_REPLY
 
 
 def object(c: Client, argv: list[bytes]) -> bytes:

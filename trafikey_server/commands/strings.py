@@ -1,8 +1,26 @@
 """String commands.
 
-A string value is ``bytes`` (Valkey's int/embstr/raw by length) or a
-``bytearray`` once APPEND/SETRANGE changed it in place (Valkey's raw). The
-integer commands store the decimal text, as Valkey's shared integers print.
+A string value is ``bytes`` or, where Valkey would hold it in the ``raw``
+encoding, a ``bytearray``. OBJECT ENCODING then reads the encoding off the
+value: a ``bytearray`` is raw; ``bytes`` is int when it is a canonical
+integer of at most 20 characters, embstr otherwise. To keep that true, every
+write here stores what Valkey's object would be:
+
+- APPEND and SETRANGE change a value in place, which Valkey does on a raw
+  copy: the value becomes a ``bytearray`` (amortized O(1) appends, too).
+- Valkey 9 embeds the key, an optional expire field and the value in one
+  128-byte allocation when they fit (embstr), and uses raw otherwise. The
+  measured rule: embstr when ``len(key) + len(value) + 8 * ttl`` is at most
+  113 for keys shorter than 32 bytes (1-byte sds header) and 111 for longer
+  ones (3-byte header). ``ttl`` counts when the write overwrites a key that
+  has an expire (the new object inherits it); an expire added later (EX on a
+  fresh key, EXPIRE, GETEX) fits in place and changes nothing. A value past
+  the limit is stored as a ``bytearray``. Most writes are far below it and
+  pay one length comparison.
+- INCRBYFLOAT stores text that may look like an integer ("3") but is embstr
+  in Valkey. Those values are remembered in a small side table (see
+  ``FLOAT_INTS``) rather than given a type of their own, so that every other
+  piece of code keeps seeing plain ``bytes``.
 """
 
 from __future__ import annotations
@@ -12,81 +30,207 @@ from typing import TYPE_CHECKING
 from ..errors import CommandError, not_integer, syntax, wrongtype
 from ..longdouble import incr_by_float
 from ..parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
-from ..resp import EMPTY_BULK, OK, ONE, ZERO, array_header, bulk, integer
+from ..resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..db import Db
 
-_OVERFLOW = CommandError(b"ERR increment or decrement would overflow")
-_MAX_BULK = 512 * 1024 * 1024
+_OVERFLOW = b"ERR increment or decrement would overflow"
 _TOO_BIG = b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 
-# option bits, as in Valkey's parseExtendedStringArgumentsOrReply
+# -- encodings -------------------------------------------------------------------
+
+# Below this key + value length every non-integer value is embstr whatever
+# the key length and TTL (111 - 8).
+_SURELY_EMBSTR = 103
+
+
+def is_int_text(v: bytes | bytearray) -> bool:
+    """Valkey's tryObjectEncoding test for the int encoding."""
+    return len(v) <= 20 and to_int(bytes(v)) is not None
+
+
+def embstr_fits(key: bytes, n: int, ttl: bool) -> bool:
+    """Whether an n-byte value under key is embstr in Valkey 9."""
+    limit = (113 if len(key) < 32 else 111) - (8 if ttl else 0)
+    return len(key) + n <= limit
+
+
+def stored(key: bytes, v: bytes, ttl: bool) -> bytes | bytearray:
+    """v as Valkey's object would be when created under key: a bytearray
+    where Valkey would use the raw encoding."""
+    if len(key) + len(v) <= _SURELY_EMBSTR or is_int_text(v) or embstr_fits(key, len(v), ttl):
+        return v
+    return bytearray(v)
+
+
+def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
+    """v moved under a new key (RENAME, COPY): Valkey re-creates an embstr
+    with the new key embedded, which may no longer fit; raw and int stay."""
+    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR and not is_int_text(v):
+        if not embstr_fits(key, len(v), False):
+            return bytearray(v)
+    return v
+
+
+def _overwrite_ttl(db: Db, key: bytes) -> bool:
+    """True if writing key now replaces a live value that has an expire."""
+    return key in db.expires and db.get(key) is not None
+
+
+# INCRBYFLOAT results that read as integers yet are embstr in Valkey, per
+# data dict (so SWAPDB carries them along): key -> the stored value object.
+# A mark counts only while the key still holds that very object, and every
+# string write here clears the written key's mark first, so a stale mark is
+# never mistaken for a fresh one (CPython shares one-byte bytes objects, so
+# identity alone would not do). Stale marks are pruned as a table grows.
+# Writers test ``if FLOAT_INTS:`` first: a plain dict's truth, nearly free.
+FLOAT_INTS: dict[int, dict[bytes, bytes]] = {}
+_prune_at = [256]
+
+
+def forget_float_int(db: Db, key: bytes) -> None:
+    t = FLOAT_INTS.get(id(db.data))
+    if t is not None and t.pop(key, None) is not None and not t:
+        del FLOAT_INTS[id(db.data)]
+
+
+def _mark_float_int(db: Db, key: bytes, v: bytes) -> None:
+    t = FLOAT_INTS.setdefault(id(db.data), {})
+    t[key] = v
+    if len(t) > _prune_at[0]:
+        data = db.data
+        for k in [k for k, o in t.items() if data.get(k) is not o]:
+            del t[k]
+        _prune_at[0] = max(256, 2 * len(t))
+
+
+def _is_float_int(db: Db, key: bytes, v: object) -> bool:
+    t = FLOAT_INTS.get(id(db.data))
+    return t is not None and t.get(key) is v
+
+
+def carry_float_int(src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes) -> None:
+    """dst_key now holds v, renamed, moved or copied from src_key: a mark
+    goes along (the source's own mark is cleared by its next write)."""
+    if not FLOAT_INTS:
+        return
+    was = _is_float_int(src, src_key, v)
+    forget_float_int(dst, dst_key)
+    if was:
+        _mark_float_int(dst, dst_key, v)  # type: ignore[arg-type]
+
+
+def encoding(db: Db, key: bytes, v: bytes | bytearray) -> bytes:
+    """OBJECT ENCODING of a string value."""
+    if type(v) is bytearray:
+        return b"raw"
+    if is_int_text(v) and not (FLOAT_INTS and _is_float_int(db, key, v)):
+        return b"int"
+    return b"embstr"
+
+
+def _put(db: Db, key: bytes, v: bytes, keep_ttl: bool = False) -> None:
+    """Store a new value from the client under key, replacing any."""
+    if len(key) + len(v) > _SURELY_EMBSTR:
+        v = stored(key, v, _overwrite_ttl(db, key))  # type: ignore[assignment]
+    db.set(key, v, keep_ttl)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+
+
+def _add(db: Db, key: bytes, v: bytes | bytearray) -> None:
+    """Store a value under a key known to be absent."""
+    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR:
+        v = stored(key, v, False)
+    db.add(key, v)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+
+
+# -- option parsing -----------------------------------------------------------------
+
+# Option bits, in the spirit of Valkey's parseExtendedCommandArgumentsOrReply.
 _NX, _XX, _GET, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT, _IFEQ = (1 << i for i in range(10))
 _ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
+_EXPIRE_BITS = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
 
 
-def _invalid_expire(name: bytes) -> CommandError:
-    return CommandError(b"ERR invalid expire time in '%s' command" % name.lower())
+def option(b: bytes) -> bytes:
+    """An option word as Valkey compares it: case-folded, and cut at a NUL
+    byte, since the comparison runs on the C string."""
+    if b"\0" in b:
+        b = b[: b.index(b"\0")]
+    return b.lower()
 
 
 def _parse_flags(argv: list[bytes], is_set: bool) -> tuple[int, bytes | None, bytes | None]:
-    """Valkey's option loop: the flags, the expire argument, the IFEQ value."""
+    """The option loop of SET (from argv[3]) or GETEX (from argv[2]): the
+    flags, the expire argument and the IFEQ comparison value."""
     flags = 0
     expire: bytes | None = None
     ifeq: bytes | None = None
-    start = 3 if is_set else 2
     n = len(argv)
-    j = start
+    j = 3 if is_set else 2
     while j < n:
-        opt = argv[j].lower()
-        nxt = argv[j + 1] if j + 1 < n else None
-        if is_set and opt == b"nx" and not flags & (_XX | _IFEQ):
+        opt = option(argv[j])
+        has_next = j + 1 < n
+        bit = _EXPIRE_BITS.get(opt)
+        if bit is not None:
+            if not has_next or flags & (_KEEPTTL | _PERSIST | (_ANY_EXPIRE & ~bit)):
+                raise syntax()
+            flags |= bit
+            expire = argv[j + 1]
+            j += 1
+        elif is_set and opt == b"nx" and not flags & (_XX | _IFEQ):
             flags |= _NX
         elif is_set and opt == b"xx" and not flags & (_NX | _IFEQ):
             flags |= _XX
-        elif is_set and opt == b"ifeq" and nxt is not None and not flags & (_NX | _XX):
+        elif is_set and opt == b"ifeq" and has_next and not flags & (_NX | _XX):
             flags |= _IFEQ
-            ifeq = nxt
+            ifeq = argv[j + 1]
             j += 1
         elif is_set and opt == b"get":
             flags |= _GET
-        elif is_set and opt == b"keepttl" and not flags & (_PERSIST | _ANY_EXPIRE):
+        elif is_set and opt == b"keepttl" and not flags & _ANY_EXPIRE:
             flags |= _KEEPTTL
-        elif not is_set and opt == b"persist" and not flags & (_KEEPTTL | _ANY_EXPIRE):
+        elif not is_set and opt == b"persist" and not flags & _ANY_EXPIRE:
             flags |= _PERSIST
-        elif opt in _EXPIRE_BITS and nxt is not None and not flags & (
-            _KEEPTTL | _PERSIST | (_ANY_EXPIRE & ~_EXPIRE_BITS[opt])
-        ):
-            flags |= _EXPIRE_BITS[opt]
-            expire = nxt
-            j += 1
         else:
             raise syntax()
         j += 1
     return flags, expire, ifeq
 
 
-_EXPIRE_BITS = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
+def _invalid_expire(name: bytes) -> CommandError:
+    return CommandError(b"ERR invalid expire time in '%s' command" % option(name))
 
 
-def _expire_ms(c: Client, flags: int, arg: bytes, name: bytes) -> int:
-    """The absolute expiry in ms (getExpireMillisecondsOrReply)."""
+def _expire_ms(c: Client, relative: bool, seconds: bool, arg: bytes, name: bytes) -> int:
+    """The absolute expiry in ms (Valkey's getExpireMillisecondsOrReply):
+    must be positive, and must not overflow once scaled and offset."""
     v = parse_int(arg)
-    seconds = bool(flags & (_EX | _EXAT))
     if v <= 0 or (seconds and v > LLONG_MAX // 1000):
         raise _invalid_expire(name)
     if seconds:
         v *= 1000
-    if flags & (_EX | _PX):
+    if relative:
         v += c.db.clock.ms()
         if v > LLONG_MAX:
             raise _invalid_expire(name)
     return v
 
 
-def _string_or_null(c: Client, v: bytes | bytearray | None) -> bytes:
-    return c.r.null if v is None else bulk(v)
+def _flags_expire_ms(c: Client, flags: int, arg: bytes, name: bytes) -> int:
+    return _expire_ms(c, bool(flags & (_EX | _PX)), bool(flags & (_EX | _EXAT)), arg, name)
+
+
+def _bulk_or_null(c: Client, v: bytes | bytearray | None) -> bytes:
+    return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+# -- GET / SET family -------------------------------------------------------------
 
 
 def get(c: Client, argv: list[bytes]) -> bytes:
@@ -98,58 +242,67 @@ def get(c: Client, argv: list[bytes]) -> bytes:
 
 def set(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
+    key = argv[1]
     if len(argv) == 3:
-        db.set(argv[1], argv[2])
+        v = argv[2]
+        if len(key) + len(v) > _SURELY_EMBSTR:
+            v = stored(key, v, _overwrite_ttl(db, key))  # type: ignore[assignment]
+        db.set(key, v)
+        if FLOAT_INTS:
+            forget_float_int(db, key)
         return OK
     flags, expire_arg, ifeq = _parse_flags(argv, True)
-    when = _expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
-    key = argv[1]
+    when = _flags_expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
     old = db.get(key)
-    if (flags & (_GET | _IFEQ)) and old is not None and type(old) is not bytes and type(old) is not bytearray:
+    is_string = old is None or type(old) is bytes or type(old) is bytearray
+    if flags & _GET and not is_string:
         raise wrongtype()
-    if flags & _NX:
+    if flags & _IFEQ:
+        if old is not None and not is_string:
+            raise wrongtype()
+        abort = old is None or old != ifeq
+    elif flags & _NX:
         abort = old is not None
     elif flags & _XX:
         abort = old is None
-    elif flags & _IFEQ:
-        abort = old is None or old != ifeq
     else:
         abort = False
+    reply = _bulk_or_null(c, old) if flags & _GET else OK
     if abort:
-        return _string_or_null(c, old) if flags & _GET else c.r.null
-    db.set(key, argv[2], keep_ttl=bool(flags & _KEEPTTL))
+        return reply if flags & _GET else c.r.null
+    if when is not None and when <= db.clock.ms():
+        # Already past: Valkey deletes an existing key instead of storing.
+        if old is not None:
+            db.delete(key)
+        return reply
+    _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL))
     if when is not None:
         db.set_expire(key, when)
-    if flags & _GET:
-        return _string_or_null(c, old)
-    return OK
+    return reply
 
 
 def setnx(c: Client, argv: list[bytes]) -> bytes:
-    if c.db.get(argv[1]) is not None:
+    db = c.db
+    if db.get(argv[1]) is not None:
         return ZERO
-    c.db.add(argv[1], argv[2])
+    _add(db, argv[1], argv[2])
     return ONE
 
 
-def _setex(c: Client, argv: list[bytes], unit_ms: int) -> bytes:
-    v = parse_int(argv[2])
-    if v <= 0 or (unit_ms == 1000 and v > LLONG_MAX // 1000):
-        raise _invalid_expire(argv[0])
-    when = v * unit_ms + c.db.clock.ms()
-    if when > LLONG_MAX:
-        raise _invalid_expire(argv[0])
-    c.db.set(argv[1], argv[3])
-    c.db.set_expire(argv[1], when)
+def _setex(c: Client, argv: list[bytes], seconds: bool) -> bytes:
+    when = _expire_ms(c, True, seconds, argv[2], argv[0])
+    db = c.db
+    _put(db, argv[1], argv[3])
+    db.set_expire(argv[1], when)
     return OK
 
 
 def setex(c: Client, argv: list[bytes]) -> bytes:
-    return _setex(c, argv, 1000)
+    return _setex(c, argv, True)
 
 
 def psetex(c: Client, argv: list[bytes]) -> bytes:
-    return _setex(c, argv, 1)
+    return _setex(c, argv, False)
 
 
 def mget(c: Client, argv: list[bytes]) -> bytes:
@@ -172,7 +325,7 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
         raise _wrong_mset(argv)
     db = c.db
     for i in range(1, len(argv), 2):
-        db.set(argv[i], argv[i + 1])
+        _put(db, argv[i], argv[i + 1])
     return OK
 
 
@@ -184,33 +337,38 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
         if db.get(argv[i]) is not None:
             return ZERO
     for i in range(1, len(argv), 2):
-        db.set(argv[i], argv[i + 1])
+        # A key named twice is overwritten by its last value, as in Valkey.
+        _put(db, argv[i], argv[i + 1])
     return ONE
 
 
 def getset(c: Client, argv: list[bytes]) -> bytes:
-    old = c.db.get_string(argv[1])
-    c.db.set(argv[1], argv[2])
-    return _string_or_null(c, old)
+    db = c.db
+    old = db.get_string(argv[1])
+    reply = _bulk_or_null(c, old)
+    _put(db, argv[1], argv[2])
+    return reply
 
 
 def getdel(c: Client, argv: list[bytes]) -> bytes:
-    old = c.db.get_string(argv[1])
+    db = c.db
+    old = db.get_string(argv[1])
     if old is None:
         return c.r.null
-    c.db.delete(argv[1])
-    return bulk(old)
+    reply = b"$%d\r\n%s\r\n" % (len(old), old)
+    db.delete(argv[1])
+    return reply
 
 
 def getex(c: Client, argv: list[bytes]) -> bytes:
     flags, expire_arg, _ = _parse_flags(argv, False)
-    when = _expire_ms(c, flags, expire_arg, b"getex") if expire_arg is not None else None
+    when = _flags_expire_ms(c, flags, expire_arg, b"getex") if expire_arg is not None else None
     db = c.db
     key = argv[1]
     v = db.get_string(key)
     if v is None:
         return c.r.null
-    reply = bulk(v)
+    reply = b"$%d\r\n%s\r\n" % (len(v), v)
     if when is not None:
         if when <= db.clock.ms():
             db.delete(key)
@@ -221,21 +379,39 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
     return reply
 
 
+# -- in-place edits -------------------------------------------------------------------
+
+
+def _check_length(c: Client, size: int, more: int) -> None:
+    if size + more > c.server.config.proto_max_bulk_len:
+        raise CommandError(_TOO_BIG)
+
+
+def _mutable(db: Db, key: bytes, v: bytes | bytearray) -> bytearray:
+    """The value as a bytearray stored under key (Valkey's
+    dbUnshareStringValue: an edited string is always raw)."""
+    if type(v) is bytearray:
+        return v
+    b = bytearray(v)
+    db.set(key, b, keep_ttl=True)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+    return b
+
+
 def append(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     key = argv[1]
+    more = argv[2]
     v = db.get_string(key)
     if v is None:
-        db.add(key, argv[2])
-        return integer(len(argv[2]))
-    if len(v) + len(argv[2]) > _MAX_BULK:
-        raise CommandError(_TOO_BIG)
-    if type(v) is not bytearray:
-        v = bytearray(v)
-        db.set(key, v, keep_ttl=True)
-    v += argv[2]
+        _add(db, key, more)
+        return integer(len(more))
+    _check_length(c, len(v), len(more))
+    b = _mutable(db, key, v)
+    b += more
     db.touch(key)
-    return integer(len(v))
+    return integer(len(b))
 
 
 def strlen(c: Client, argv: list[bytes]) -> bytes:
@@ -260,7 +436,8 @@ def getrange(c: Client, argv: list[bytes]) -> bytes:
         end = n - 1
     if n == 0 or start > end:
         return EMPTY_BULK
-    return bulk(v[start : end + 1])
+    part = v[start : end + 1]
+    return b"$%d\r\n%s\r\n" % (len(part), part)
 
 
 def setrange(c: Client, argv: list[bytes]) -> bytes:
@@ -274,27 +451,23 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
     if v is None:
         if not val:
             return ZERO
-        if offset + len(val) > _MAX_BULK:
-            raise CommandError(_TOO_BIG)
-        new = bytearray(offset + len(val))
-        new[offset:] = val
-        db.add(key, new)
-        return integer(len(new))
+        _check_length(c, offset, len(val))
+        b = bytearray(offset + len(val))
+        b[offset:] = val
+        _add(db, key, b)
+        return integer(len(b))
     if not val:
         return integer(len(v))
-    if offset + len(val) > _MAX_BULK:
-        raise CommandError(_TOO_BIG)
-    if type(v) is not bytearray:
-        v = bytearray(v)
-        db.set(key, v, keep_ttl=True)
-    if offset > len(v):
-        v.extend(bytes(offset - len(v)))
-    v[offset : offset + len(val)] = val
+    _check_length(c, offset, len(val))
+    b = _mutable(db, key, v)
+    if offset > len(b):
+        b.extend(bytes(offset - len(b)))
+    b[offset : offset + len(val)] = val
     db.touch(key)
-    return integer(len(v))
+    return integer(len(b))
 
 
-# -- counters ----------------------------------------------------------------
+# -- counters -------------------------------------------------------------------------
 
 
 def _incr(c: Client, key: bytes, by: int) -> bytes:
@@ -308,12 +481,14 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
             raise not_integer()
     new = cur + by
     if new > LLONG_MAX or new < LLONG_MIN:
-        raise _OVERFLOW
+        raise CommandError(_OVERFLOW)
     text = b"%d" % new
     if v is None:
         db.add(key, text)
     else:
         db.set(key, text, keep_ttl=True)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
     return integer(new)
 
 
@@ -337,13 +512,14 @@ def decrby(c: Client, argv: list[bytes]) -> bytes:
 
 
 def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
-    """Computed in emulated x87 long double, as Valkey does (see longdouble)."""
     db = c.db
     key = argv[1]
     v = db.get_string(key)
     text = incr_by_float(None if v is None else bytes(v), argv[2])
     if v is None:
-        db.add(key, text)
+        _add(db, key, text)
     else:
-        db.set(key, text, keep_ttl=True)
-    return bulk(text)
+        _put(db, key, text, keep_ttl=True)
+    if is_int_text(text):
+        _mark_float_int(db, key, db.data[key])
+    return b"$%d\r\n%s\r\n" % (len(text), text)
