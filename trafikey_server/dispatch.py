@@ -89,14 +89,14 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
         server.count_error(e.msg)
         return e.reply()
     if c.multi is not None:
+        if cmd.no_multi:
+            c.multi_error = True
+            cmd.rejected_calls += 1
+            err = b"ERR Command '%s' not allowed inside a transaction" % cmd.bname
+            server.count_error(err)
+            return b"-" + err + b"\r\n"
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
-            if cmd.no_multi:
-                c.multi_error = True
-                cmd.rejected_calls += 1
-                err = b"ERR Command not allowed inside a transaction"
-                server.count_error(err)
-                return b"-" + err + b"\r\n"
             c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
