@@ -45,6 +45,38 @@ _BIN_OVER = _MAX_EXP + 1
 _BIN_UNDER = _MIN_EXP - 63 - 2
 
 
+# Python refuses int <-> str conversions past 4300 digits by default (a
+# process-wide guard we leave alone), and a long double can need ~5000:
+# convert in chunks below the limit instead.
+_CHUNK = 4000
+_CHUNK_POW = 10**_CHUNK
+
+
+def _int_of(digits: bytes) -> int:
+    if len(digits) <= _CHUNK:
+        return int(digits)
+    head, tail = digits[:-_CHUNK], digits[-_CHUNK:]
+    return _int_of(head) * _CHUNK_POW + int(tail)
+
+
+def _str_of(n: int) -> str:
+    if n < _CHUNK_POW:
+        return str(n)
+    head, tail = divmod(n, _CHUNK_POW)
+    return _str_of(head) + str(tail).rjust(_CHUNK, "0")
+
+
+def _exponent(exp: bytes | None) -> int:
+    """An exponent's value, clamped far outside every range that matters
+    (it may have thousands of digits)."""
+    if not exp:
+        return 0
+    neg = exp[:1] == b"-"
+    digits = exp.lstrip(b"+-").lstrip(b"0") or b"0"
+    v = int(digits) if len(digits) <= 18 else 10**18
+    return -v if neg else v
+
+
 def _round(x: Fraction) -> Fraction | float:
     """x rounded to the nearest long double (ties to even); +-inf on overflow."""
     if x == 0:
@@ -77,13 +109,13 @@ def _exact_dec(whole: bytes, frac: bytes, exp: bytes | None) -> Fraction | float
     digits = (whole + frac).lstrip(b"0")
     if not digits:
         return Fraction(0)
-    e10 = (int(exp) if exp else 0) - len(frac)
+    e10 = _exponent(exp) - len(frac)
     lead = e10 + len(digits) - 1  # decimal exponent of the leading digit
     if lead > _DEC_OVER:
         return _INF
     if lead < _DEC_UNDER:
         return None  # underflows to zero
-    mant = int(digits)
+    mant = _int_of(digits)
     return Fraction(mant * 10**e10) if e10 >= 0 else Fraction(mant, 10**-e10)
 
 
@@ -91,7 +123,7 @@ def _exact_hex(whole: bytes, frac: bytes, exp: bytes | None) -> Fraction | float
     mant = int((whole + frac) or b"0", 16)
     if mant == 0:
         return Fraction(0)
-    e2 = (int(exp) if exp else 0) - 4 * len(frac)
+    e2 = _exponent(exp) - 4 * len(frac)
     lead = e2 + mant.bit_length() - 1
     if lead > _BIN_OVER:
         return _INF
@@ -144,7 +176,7 @@ def format(v: Fraction) -> bytes:
     twice = 2 * r
     if twice > a.denominator or (twice == a.denominator and q & 1):
         q += 1
-    digits = str(q).rjust(18, "0")
+    digits = _str_of(q).rjust(18, "0")
     s = (digits[:-17] + "." + digits[-17:]).rstrip("0").rstrip(".")
     if neg and s != "0":
         s = "-" + s

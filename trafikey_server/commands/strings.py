@@ -187,7 +187,7 @@ def _parse_flags(argv: list[bytes], is_set: bool) -> tuple[int, bytes | None, by
             flags |= _NX
         elif is_set and opt == b"xx" and not flags & (_NX | _IFEQ):
             flags |= _XX
-        elif is_set and opt == b"ifeq" and has_next and not flags & (_NX | _XX):
+        elif is_set and opt == b"ifeq" and has_next and not flags & (_NX | _XX | _IFEQ):
             flags |= _IFEQ
             ifeq = argv[j + 1]
             j += 1
