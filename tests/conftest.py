@@ -6,16 +6,24 @@ and compares their replies byte for byte.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from resp_wire import Wire
 from servers import Proc, start_trafikey, start_valkey
+
+# The suite is deterministic by default, so a CI run never fails on a case
+# nobody has seen; TRAFIKEY_HYPOTHESIS=explore draws fresh examples.
+settings.register_profile("deterministic", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("explore" if os.environ.get("TRAFIKEY_HYPOTHESIS") == "explore" else "deterministic")
 
 
 @pytest.fixture(scope="session")

@@ -7,26 +7,15 @@ there we compare contents. HRANDFIELD picks are random: properties only.
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from script import run
 
 ENTRIES = 512  # hash-max-listpack-entries (Valkey 9's default)
 VALUE = 64  # hash-max-listpack-value
 
 
-def words(line: str) -> list[bytes]:
-    r"""Split like a shell; ``\xNN``, ``\t`` and ``\0`` escapes give raw bytes."""
-    return [w.encode().decode("unicode_escape").encode("latin-1") for w in shlex.split(line)]
-
-
-def run(pair, script: str) -> None:
-    for line in script.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            pair.check(*words(line))
 
 
 def string_key(pair, key: str = "str") -> bool:

@@ -54,6 +54,4 @@ def test_commandstats_and_errorstats_count(pair) -> None:  # type: ignore[no-unt
 
 def test_all_sections_in_valkeys_order(pair) -> None:  # type: ignore[no-untyped-def]
     v, t = pair.both("INFO", "all")
-    theirs = _sections(_body(v))
-    # Not served yet: scripting arrives with Lua; cluster info with cluster mode.
-    assert [x for x in theirs if x not in (b"# Cluster Info", b"# Scripting Engines")] == _sections(_body(t))
+    assert _sections(_body(t)) == _sections(_body(v))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 import random
-import shlex
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resp_wire import Wire
+from script import run
 from servers import start_trafikey, start_valkey
 
 from trafikey_server.errors import CommandError
@@ -27,16 +27,6 @@ FUTURE_S = "4000000000"  # 2096: an absolute time that never passes in a test
 FUTURE_MS = "4000000000123"
 
 
-def words(line: str) -> list[bytes]:
-    r"""Split like a shell; ``\xNN`` escapes give raw bytes."""
-    return [w.encode().decode("unicode_escape").encode("latin-1") for w in shlex.split(line)]
-
-
-def run(pair, script: str) -> None:
-    for line in script.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            pair.check(*words(line))
 
 
 def ttl_close(pair, key: str, cmd: str = "PTTL", slack: int = 1500) -> None:
@@ -681,6 +671,9 @@ def _encoding_scenarios(k: str, v: str) -> list[list[tuple[str, ...]]]:
         [("SET", k, v), ("EXPIRE", k, "100")],
         [("SET", k, v), ("EXPIRE", k, "100"), ("PERSIST", k)],
         [("SET", k, "x", "EX", "100"), ("SET", k, v), ("EXPIRE", k, "100")],
+        [("SET", k, "x", "EX", "100"), ("PERSIST", k), ("SET", k, v)],
+        [("SET", k, "x", "EX", "100"), ("SET", k, "y"), ("SET", k, v)],
+        [("SET", k, v), ("EXPIRE", k, "100"), ("PERSIST", k), ("EXPIRE", k, "100")],
         [("SETEX", k, "100", v)],
         [("SET", k, "x", "EX", "100"), ("SETEX", k, "100", v)],
         [("PSETEX", k, "100000", v)],
@@ -715,7 +708,23 @@ def _encoding_scenarios(k: str, v: str) -> list[list[tuple[str, ...]]]:
     ]
 
 
-@pytest.mark.parametrize("klen", [0, 1, 20, 31, 32, 33, 60, 100, 108, 111, 112, 113, 120, 300])
+EMBSTR, RAW = b"$6\r\nembstr\r\n", b"$3\r\nraw\r\n"
+
+
+def encodings_agree(pair, key: str) -> None:
+    """OBJECT ENCODING of key on both servers must be the same, with one
+    exception. The Valkey under test is built with libc malloc, and under a
+    key of 108 to 111 bytes, whether an expire attached to an existing
+    embstr fits in place depends on the heap's state (what malloc gives
+    back): Valkey then usually answers raw, sometimes embstr, for the very
+    same commands. trafikey answers raw; only that pair is let through."""
+    v, t = pair.both("OBJECT", "ENCODING", key)
+    if v == EMBSTR and t == RAW and 108 <= len(key) <= 111 and pair.v.call("TTL", key) != b":-1\r\n":
+        return
+    assert t == v, (key[:12], v, t)
+
+
+@pytest.mark.parametrize("klen", [0, 1, 20, 31, 32, 33, 60, 100, 104, 107, 108, 111, 112, 113, 120, 300])
 def test_string_encodings(pair, klen: int) -> None:
     """int / embstr / raw as Valkey 9 decides them, around every limit:
     the embstr size depends on the key's length and on an inherited TTL."""
@@ -731,7 +740,7 @@ def test_string_encodings(pair, klen: int) -> None:
                 pair.check("FLUSHALL")
                 for step in steps:
                     pair.check(*step)
-                pair.check("OBJECT", "ENCODING", k)
+                encodings_agree(pair, k)
 
 
 def test_numeric_encodings(pair23) -> None:
@@ -792,7 +801,29 @@ def test_numeric_encodings(pair23) -> None:
         FLUSHDB
         SET g6 5
         OBJECT ENCODING g6
+        INCRBYFLOAT g7 8
+        SWAPDB 0 1
+        OBJECT ENCODING g7
+        SELECT 1
+        OBJECT ENCODING g7
+        SET g8 8
+        SWAPDB 0 1
+        OBJECT ENCODING g8
+        SELECT 0
+        OBJECT ENCODING g8
+        OBJECT ENCODING g7
     """)
+
+
+def test_many_float_int_marks(pair) -> None:
+    """Thousands of integer-looking INCRBYFLOAT results, some overwritten:
+    each keeps the encoding Valkey gives it."""
+    for w in (pair.v, pair.t):
+        w.pipeline([("INCRBYFLOAT", f"f{i}", str(i)) for i in range(3000)])
+        w.pipeline([("SET", f"f{i}", str(i)) for i in range(0, 3000, 3)])
+        w.pipeline([("INCRBYFLOAT", f"f{i}", "0.5") for i in range(1, 3000, 3)])
+    for i in range(0, 3000, 7):
+        pair.check("OBJECT", "ENCODING", f"f{i}")
 
 
 @pytest.mark.parametrize("klen", [1, 40])
@@ -806,6 +837,38 @@ def test_incrbyfloat_long_results_encoding(pair, klen: int) -> None:
             pair.check("SET", k, "0", *(("EX", "100") if ttl else ()))
             pair.check("INCRBYFLOAT", k, f"1e{exp}")
             pair.check("OBJECT", "ENCODING", k)
+
+
+STRING_COMMANDS = [
+    ("GET", "{k}"), ("SET", "{k}", "v", "GET"), ("SET", "{k}", "v", "IFEQ", "v"), ("SET", "{k}", "v", "NX"),
+    ("SETNX", "{k}", "v"), ("GETSET", "{k}", "v"), ("GETDEL", "{k}"), ("GETEX", "{k}"), ("GETEX", "{k}", "EX", "0"),
+    ("GETEX", "{k}", "PERSIST"), ("APPEND", "{k}", "x"), ("STRLEN", "{k}"), ("GETRANGE", "{k}", "0", "-1"),
+    ("GETRANGE", "{k}", "x", "0"), ("SETRANGE", "{k}", "0", "x"), ("SETRANGE", "{k}", "0", ""),
+    ("SETRANGE", "{k}", "-1", "x"), ("INCR", "{k}"), ("DECR", "{k}"), ("INCRBY", "{k}", "2"), ("INCRBY", "{k}", "x"),
+    ("DECRBY", "{k}", "2"), ("DECRBY", "{k}", "-9223372036854775808"), ("INCRBYFLOAT", "{k}", "1.5"),
+    ("INCRBYFLOAT", "{k}", "x"), ("MGET", "{k}", "s"), ("MSETNX", "{k}", "v", "n", "1"),
+]
+
+
+def test_wrong_type(pair23) -> None:
+    """Every string command against a hash and a sorted set: WRONGTYPE (or
+    the argument error Valkey checks first), and the key left alone."""
+    for cmd in STRING_COMMANDS:
+        for kind in ("h", "z"):
+            pair23.check("FLUSHALL")
+            pair23.check("HSET", "h", "f", "v")
+            pair23.check("ZADD", "z", "1", "m")
+            pair23.check("SET", "s", "str")
+            pair23.check(*(a.format(k=kind) for a in cmd))
+            pair23.check("TYPE", kind)
+            pair23.check("EXISTS", "n")
+    # Commands that overwrite whatever is there.
+    for cmd in (("SET", "h", "v"), ("MSET", "z", "v"), ("SETEX", "h", "10", "v"), ("PSETEX", "z", "10000", "v")):
+        pair23.check("HSET", "h", "f", "v")
+        pair23.check("ZADD", "z", "1", "m")
+        pair23.check(*cmd)
+        pair23.check("TYPE", cmd[1])
+        pair23.check("GET", cmd[1])
 
 
 def test_wrong_arity(pair23) -> None:

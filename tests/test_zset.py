@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 import random
-import shlex
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from script import run, words
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -26,16 +26,6 @@ ENTRIES = 128  # zset-max-listpack-entries
 VALUE = 64  # zset-max-listpack-value
 
 
-def words(line: str) -> list[bytes]:
-    r"""Split like a shell; ``\xNN``, ``\t`` and ``\0`` escapes give raw bytes."""
-    return [w.encode().decode("unicode_escape").encode("latin-1") for w in shlex.split(line)]
-
-
-def run(pair, script: str) -> None:
-    for line in script.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            pair.check(*words(line))
 
 
 def string_key(pair, key: str = "str") -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import hiredis
@@ -85,6 +86,7 @@ class Connection(asyncio.Protocol):
         if c is None or c.closing:
             return
         c.tot_net_in += len(data)
+        c.last_interaction = monotonic()  # CLIENT LIST idle=, as Valkey stamps each read
         out: list[bytes] = []
         if self.py is not None or (data[0] != 42 and self.boundary):
             self._run_python(data, out)

@@ -50,10 +50,12 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
     if cmd is None:
         cmd = table.commands.get(argv[0].lower())
         if cmd is None:
+            c.last_cmd = b"NULL"
             raise unknown_command(argv)
     if cmd.subcommands and len(argv) >= 2:
         sub = cmd.subcommands.get(argv[1].lower())
         if sub is None:
+            c.last_cmd = b"NULL"
             raise CommandError(
                 _sanitize(
                     "ERR unknown subcommand '%s'. Try %s HELP."
@@ -61,6 +63,9 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
                 ).encode("utf-8", "surrogateescape")
             )
         cmd = sub
+    # CLIENT LIST's cmd= field: Valkey records the command before checking
+    # its arity, and also for commands that only get queued by MULTI.
+    c.last_cmd = cmd.bname
     a = cmd.arity
     n = len(argv)
     if (n != a) if a > 0 else (n < -a):
@@ -119,4 +124,5 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
         reply = b"-" + msg + b"\r\n"
     cmd.calls += 1
     cmd.usec += (perf_counter_ns() - t0) // 1000
+    c.tot_cmds += 1
     return reply

@@ -77,8 +77,10 @@ def _exponent(exp: bytes | None) -> int:
     return -v if neg else v
 
 
-def _round(x: Fraction) -> Fraction | float:
-    """x rounded to the nearest long double (ties to even); +-inf on overflow."""
+def _round(x: Fraction, subnormal: bool = True) -> Fraction | float:
+    """x rounded to the nearest long double (ties to even); +-inf on
+    overflow. With subnormal=False the significand keeps 64 bits whatever
+    the exponent (the first of glibc's two roundings of hex input)."""
     if x == 0:
         return x
     neg = x < 0
@@ -88,7 +90,8 @@ def _round(x: Fraction) -> Fraction | float:
     # a is in [2**e, 2**(e+1)) after this correction.
     if (n << -e if e < 0 else n) < (d << e if e > 0 else d):
         e -= 1
-    e = max(e, _MIN_EXP)  # subnormals keep fewer bits
+    if subnormal:
+        e = max(e, _MIN_EXP)  # subnormals keep fewer bits
     shift = _MANT - 1 - e
     if shift >= 0:
         q, r = divmod(n << shift, d)
@@ -129,7 +132,13 @@ def _exact_hex(whole: bytes, frac: bytes, exp: bytes | None) -> Fraction | float
         return _INF
     if lead < _BIN_UNDER:
         return None
-    return Fraction(mant << e2) if e2 >= 0 else Fraction(mant, 1 << -e2)
+    exact = Fraction(mant << e2) if e2 >= 0 else Fraction(mant, 1 << -e2)
+    if lead < _MIN_EXP:
+        # glibc rounds a hex significand to 64 bits before fitting it to
+        # the subnormal grid: a second rounding, seen when the first lands
+        # exactly halfway (e.g. 0x1.0000000000000001p-16446 reads as 0).
+        exact = _round(exact, subnormal=False)  # type: ignore[assignment]
+    return exact
 
 
 def parse(b: bytes) -> Fraction | float | None:

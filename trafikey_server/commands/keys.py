@@ -4,22 +4,28 @@ Expiry follows Valkey's expireGenericCommand: options are parsed before the
 time, the time is checked for overflow before the key is looked up, and a
 time already in the past deletes the key (and still answers 1).
 
-SCAN's cursor is a position in a fixed order of all possible keys: the order
-of ``hash(key)`` (Python's bytes hash, stable for the life of the process),
-with the cursor naming the smallest hash still to visit. Because the order
-does not depend on what the database holds, a full iteration returns every
-key that is present from its first call to its last, whatever is inserted
-or deleted meanwhile, and any number of iterations may run at once, from any
-connection. A key added or removed during the iteration may or may not be
-returned, and one never comes twice (keys whose hashes share a cursor value
-are always returned by the same call). To find the next keys without
-sorting the database on every call, a snapshot of the keys sorted by hash is
-kept per database: it is rebuilt by every call with cursor 0 (so it holds
-every key present since the start of any iteration in progress) and when
-the database was flushed or swapped, checked against the live data on use,
-and dropped when an iteration ends. A call visits at most ten times COUNT
-snapshot entries, as Valkey bounds its own work, so a snapshot full of
-deleted keys may give short or empty pages with a non-zero cursor.
+SCAN takes a snapshot of the database's keys (a list of references in dict
+order: one C-speed copy) when an iteration starts at cursor 0, and the
+cursor names that snapshot and a position in it. So a full iteration
+returns every key present from its first call to its last, whatever is
+inserted or deleted meanwhile, and never returns a key twice; any number of
+iterations may run at once, from any connection. A key added during the
+iteration is not returned; a deleted one is skipped (expired keys met on
+the way are removed, as Valkey's SCAN does). A call visits at most ten
+times COUNT snapshot entries, as Valkey bounds its own work, so a snapshot
+full of deleted keys may give short or empty pages with a non-zero cursor.
+A retried call gets the same page again. A database that fits in one reply
+is returned whole, with cursor 0 and no snapshot.
+
+Snapshots are kept for the iterations in progress, up to 64 of them and 50
+million key references in all, the least recently used going first; one
+is dropped as soon as its iteration ends. A cursor whose snapshot is gone
+(or that belongs to another database, or to one flushed or swapped since,
+or was made up) starts the iteration over: keys may then come twice, but none present throughout is missed.
+Limits of the scheme: more than 64 iterations interleaved at once (or too
+many over a huge keyspace) restart one another; retrying the call that
+ended an iteration starts a new one; and a snapshot keeps the names of keys
+deleted meanwhile in memory until it is dropped.
 
 OBJECT IDLETIME answers 0: tracking an access time on every read would cost
 every command, and nothing else depends on it. OBJECT FREQ refuses as
@@ -31,8 +37,6 @@ from __future__ import annotations
 
 import copy as _copy
 import random
-from array import array
-from bisect import bisect_left
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +46,7 @@ from ..parsing import LLONG_MAX, parse_int, to_int
 from ..resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..types import Hash, type_name
 from .hash import parse_cursor
-from .strings import carry_float_int, encoding, option, rekeyed
+from .strings import before_expire, carry_float_int, encoding, option, rekeyed
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 _NO_SUCH_KEY = b"ERR no such key"
 _SAME = b"ERR source and destination objects are the same"
 _DB_RANGE = b"ERR DB index is out of range"
+_INT_RANGE = b"ERR value is out of range, value must between -2147483648 and 2147483647"
 _MINUS_TWO = b":-2\r\n"
 _MINUS_ONE = b":-1\r\n"
 
@@ -179,6 +184,7 @@ def _expire(c: Client, argv: list[bytes], seconds: bool, relative: bool) -> byte
     if when <= now:
         db.delete(key)
     else:
+        before_expire(db, key)
         db.set_expire(key, when)
     return ONE
 
@@ -240,15 +246,16 @@ def persist(c: Client, argv: list[bytes]) -> bytes:
 # -- renaming, copying, moving -------------------------------------------------------
 
 
-def _place(src_db: Db, src: bytes, dst_db: Db, dst: bytes, value: Any, when: int | None) -> None:
+def _place(c: Client, src_db: Db, src: bytes, dst_db: Db, dst: bytes, value: Any, when: int | None) -> None:
     """Store value (taken from src) under dst with src's expire, as Valkey's
     dbAdd + setExpire: a string is re-created with its new key embedded."""
     if value.__class__ is bytes and dst != src:
         value = rekeyed(dst, value)
     dst_db.set(dst, value)
+    carry_float_int(c.server.dbs, src_db, src, value, dst_db, dst)
     if when is not None:
+        before_expire(dst_db, dst)
         dst_db.set_expire(dst, when)
-    carry_float_int(src_db, src, value, dst_db, dst)
 
 
 def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
@@ -265,7 +272,7 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
         db.delete(dst)
     when = db.ttl_ms(src)
     db.delete(src)
-    _place(db, src, db, dst, value, when)
+    _place(c, db, src, db, dst, value, when)
     return ONE if nx else OK
 
 
@@ -280,8 +287,10 @@ def renamenx(c: Client, argv: list[bytes]) -> bytes:
 def _db_index(c: Client, b: bytes) -> Db:
     """getIntFromObjectOrReply (a C int), then selectDb's range check."""
     v = to_int(b)
-    if v is None or v > 2**31 - 1 or v < -(2**31):
+    if v is None:
         raise not_integer()
+    if v > 2**31 - 1 or v < -(2**31):
+        raise CommandError(_INT_RANGE)
     dbs = c.server.dbs
     if v < 0 or v >= len(dbs):
         raise CommandError(_DB_RANGE)
@@ -329,7 +338,7 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         if not replace:
             return ZERO
         dst_db.delete(dst)
-    _place(db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
+    _place(c, db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
     return ONE
 
 
@@ -346,35 +355,68 @@ def move(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     when = db.ttl_ms(key)
     db.delete(key)
-    _place(db, key, dst_db, key, value, when)
+    _place(c, db, key, dst_db, key, value, when)
     return ONE
 
 
 # -- SCAN ------------------------------------------------------------------------------
 
 _TYPE_NAMES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
-_HALF = 1 << 63
+# Snapshots kept for iterations in progress: at most this many, and at most
+# this many key references in all (8 bytes each), least recently used
+# dropped first. An abandoned iteration is simply the first to go.
+_MAX_SNAPSHOTS = 64
+_MAX_SNAPSHOT_REFS = 50_000_000
+_OFFSET_BITS = 32
+_OFFSET_MASK = (1 << _OFFSET_BITS) - 1
+_MAX_ID = 1 << 30  # keeps every cursor below 2**62
 
 
 class _Snapshot:
-    """The keys of one data dict, sorted by hash, with their hashes."""
+    """The keys of one database when an iteration began, in dict order."""
 
-    __slots__ = ("data_id", "keys", "hashes")
+    __slots__ = ("db", "data_id", "keys")
 
-    def __init__(self, data: dict[bytes, Any]) -> None:
-        self.data_id = id(data)
-        self.keys = sorted(data, key=hash)
-        self.hashes = array("q", map(hash, self.keys))
-
-
-_snapshots: dict[Db, _Snapshot] = {}
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.data_id = id(db.data)  # FLUSHDB and SWAPDB replace the dict
+        self.keys = list(db.data)
 
 
-def _snapshot(db: Db, fresh: bool) -> _Snapshot:
-    snap = _snapshots.get(db)
-    if fresh or snap is None or snap.data_id != id(db.data):
-        snap = _snapshots[db] = _Snapshot(db.data)
-    return snap
+# Iterations in progress, by id, least recently used first; [next id, refs].
+_snapshots: dict[int, _Snapshot] = {}
+_state = [1, 0]
+
+
+def _drop(sid: int) -> None:
+    snap = _snapshots.pop(sid, None)
+    if snap is not None:
+        _state[1] -= len(snap.keys)
+
+
+def _new_snapshot(db: Db) -> tuple[int, _Snapshot]:
+    sid = _state[0]
+    _state[0] = sid + 1 if sid + 1 < _MAX_ID else 1
+    _drop(sid)  # an id come round again after 2**30 iterations
+    snap = _snapshots[sid] = _Snapshot(db)
+    _state[1] += len(snap.keys)
+    while len(_snapshots) > 1 and (len(_snapshots) > _MAX_SNAPSHOTS or _state[1] > _MAX_SNAPSHOT_REFS):
+        _drop(next(iter(_snapshots)))
+    return sid, snap
+
+
+def _resume(db: Db, cursor: int) -> tuple[int, _Snapshot, int]:
+    """The iteration a cursor continues: its id, snapshot and offset. A
+    cursor we do not know (dropped, from another database, or made up)
+    starts a new iteration from the beginning."""
+    sid, offset = cursor >> _OFFSET_BITS, cursor & _OFFSET_MASK
+    snap = _snapshots.get(sid)
+    if snap is None or snap.db is not db or snap.data_id != id(db.data) or offset > len(snap.keys):
+        sid, snap = _new_snapshot(db)
+        return sid, snap, 0
+    del _snapshots[sid]
+    _snapshots[sid] = snap  # now the most recently used
+    return sid, snap, offset
 
 
 def _scan_options(argv: list[bytes]) -> tuple[int, bytes | None, bytes | None]:
@@ -431,14 +473,17 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
 
     nxt = 0
     if cursor == 0 and len(db.data) <= count:
-        # Everything fits in one reply: no order needed.
+        # Everything fits in one reply: no iteration to remember.
         for k in list(db.data):
             visit(k)
     else:
-        snap = _snapshot(db, cursor == 0)
-        keys, hashes = snap.keys, snap.hashes
+        if cursor == 0:
+            sid, snap = _new_snapshot(db)
+            pos = 0
+        else:
+            sid, snap, pos = _resume(db, cursor)
+        keys = snap.keys
         total = len(keys)
-        pos = bisect_left(hashes, (cursor << 1) - _HALF) if cursor else 0
         sampled = 0
         budget = count * 10
         while pos < total and sampled < count and budget:
@@ -446,16 +491,10 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
                 sampled += 1
             budget -= 1
             pos += 1
-        if 0 < pos < total:
-            # Finish the cursor value just visited, so the next one is new.
-            last = hashes[pos - 1] >> 1
-            while pos < total and hashes[pos] >> 1 == last:
-                visit(keys[pos])
-                pos += 1
         if pos < total:
-            nxt = (hashes[pos] + _HALF) >> 1
+            nxt = (sid << _OFFSET_BITS) | pos
         else:
-            _snapshots.pop(db, None)
+            _drop(sid)
     cur = b"%d" % nxt
     return b"*2\r\n$%d\r\n%s\r\n" % (len(cur), cur) + bulks(out)
 

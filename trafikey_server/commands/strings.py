@@ -14,9 +14,10 @@ write here stores what Valkey's object would be:
   113 for keys shorter than 32 bytes (1-byte sds header) and 111 for longer
   ones (3-byte header). ``ttl`` counts when the write overwrites a key that
   has an expire (the new object inherits it); an expire added later (EX on a
-  fresh key, EXPIRE, GETEX) fits in place and changes nothing. A value past
-  the limit is stored as a ``bytearray``. Most writes are far below it and
-  pay one length comparison.
+  fresh key, EXPIRE, GETEX) fits in place, except under keys of 108 bytes
+  or more, where it makes the value raw. A value past the limit is stored
+  as a ``bytearray``. Most writes are far below it and pay one length
+  comparison.
 - INCRBYFLOAT stores text that may look like an integer ("3") but is embstr
   in Valkey. Those values are remembered in a small side table (see
   ``FLOAT_INTS``) rather than given a type of their own, so that every other
@@ -74,6 +75,21 @@ def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
     return v
 
 
+# Adding an expire to an embstr that has none re-creates it as raw when the
+# key is this long (measured on Valkey 9; shorter keys leave room for it).
+_EXPIRE_NEEDS_ROOM = 108
+
+
+def before_expire(db: Db, key: bytes) -> None:
+    """Call before giving key an expire: Valkey may re-create its value."""
+    if len(key) >= _EXPIRE_NEEDS_ROOM and key not in db.expires:
+        v = db.data.get(key)
+        if type(v) is bytes and encoding(db, key, v) == b"embstr":
+            db.set(key, bytearray(v), keep_ttl=True)
+            if FLOAT_INTS:
+                forget_float_int(db, key)
+
+
 def _overwrite_ttl(db: Db, key: bytes) -> bool:
     """True if writing key now replaces a live value that has an expire."""
     return key in db.expires and db.get(key) is not None
@@ -84,10 +100,11 @@ def _overwrite_ttl(db: Db, key: bytes) -> bool:
 # A mark counts only while the key still holds that very object, and every
 # string write here clears the written key's mark first, so a stale mark is
 # never mistaken for a fresh one (CPython shares one-byte bytes objects, so
-# identity alone would not do). Stale marks are pruned as a table grows.
+# identity alone would not do). Stale marks are pruned as a table grows, and
+# the tables of flushed dicts when a new table starts.
 # Writers test ``if FLOAT_INTS:`` first: a plain dict's truth, nearly free.
 FLOAT_INTS: dict[int, dict[bytes, bytes]] = {}
-_prune_at = [256]
+_PRUNE_AT = 256
 
 
 def forget_float_int(db: Db, key: bytes) -> None:
@@ -96,14 +113,19 @@ def forget_float_int(db: Db, key: bytes) -> None:
         del FLOAT_INTS[id(db.data)]
 
 
-def _mark_float_int(db: Db, key: bytes, v: bytes) -> None:
-    t = FLOAT_INTS.setdefault(id(db.data), {})
+def _mark_float_int(dbs: list[Db], db: Db, key: bytes, v: bytes) -> None:
+    t = FLOAT_INTS.get(id(db.data))
+    if t is None:
+        live = {id(d.data) for d in dbs}
+        for gone in [i for i in FLOAT_INTS if i not in live]:
+            del FLOAT_INTS[gone]
+        t = FLOAT_INTS[id(db.data)] = {}
     t[key] = v
-    if len(t) > _prune_at[0]:
+    if len(t) > _PRUNE_AT and len(t) & (len(t) - 1) == 0:
+        # At each power of two: drop marks whose key holds something else.
         data = db.data
         for k in [k for k, o in t.items() if data.get(k) is not o]:
             del t[k]
-        _prune_at[0] = max(256, 2 * len(t))
 
 
 def _is_float_int(db: Db, key: bytes, v: object) -> bool:
@@ -111,7 +133,7 @@ def _is_float_int(db: Db, key: bytes, v: object) -> bool:
     return t is not None and t.get(key) is v
 
 
-def carry_float_int(src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes) -> None:
+def carry_float_int(dbs: list[Db], src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes) -> None:
     """dst_key now holds v, renamed, moved or copied from src_key: a mark
     goes along (the source's own mark is cleared by its next write)."""
     if not FLOAT_INTS:
@@ -119,7 +141,7 @@ def carry_float_int(src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes)
     was = _is_float_int(src, src_key, v)
     forget_float_int(dst, dst_key)
     if was:
-        _mark_float_int(dst, dst_key, v)  # type: ignore[arg-type]
+        _mark_float_int(dbs, dst, dst_key, v)  # type: ignore[arg-type]
 
 
 def encoding(db: Db, key: bytes, v: bytes | bytearray) -> bytes:
@@ -275,8 +297,11 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         if old is not None:
             db.delete(key)
         return reply
-    _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL))
+    # With an expire to set, the old one is kept until then (as Valkey does,
+    # so the new value inherits its room).
+    _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL) or when is not None)
     if when is not None:
+        before_expire(db, key)
         db.set_expire(key, when)
     return reply
 
@@ -292,7 +317,8 @@ def setnx(c: Client, argv: list[bytes]) -> bytes:
 def _setex(c: Client, argv: list[bytes], seconds: bool) -> bytes:
     when = _expire_ms(c, True, seconds, argv[2], argv[0])
     db = c.db
-    _put(db, argv[1], argv[3])
+    _put(db, argv[1], argv[3], keep_ttl=True)
+    before_expire(db, argv[1])
     db.set_expire(argv[1], when)
     return OK
 
@@ -373,6 +399,7 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
         if when <= db.clock.ms():
             db.delete(key)
         else:
+            before_expire(db, key)
             db.set_expire(key, when)
     elif flags & _PERSIST:
         db.persist(key)
@@ -521,5 +548,5 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     else:
         _put(db, key, text, keep_ttl=True)
     if is_int_text(text):
-        _mark_float_int(db, key, db.data[key])
+        _mark_float_int(c.server.dbs, db, key, db.data[key])
     return b"$%d\r\n%s\r\n" % (len(text), text)
