@@ -18,6 +18,31 @@ def debug_valkey() -> Iterator[Proc]:
     p.stop()
 
 
+@pytest.fixture(scope="module")
+def debug_trafikey() -> Iterator[Proc]:
+    p = start_trafikey("--enable-debug-command", "yes")
+    yield p
+    p.stop()
+
+
+def test_debug_is_refused_by_default(pair) -> None:
+    pair.check("DEBUG", "DIGEST")
+    pair.check("DEBUG", "SLEEP", "0")
+
+
+@pytest.mark.parametrize("mode", ["local", "no"])
+def test_debug_local_mode(mode: str) -> None:
+    """Our connections come from loopback: "local" allows them, "no" does not."""
+    procs = [start_valkey("--enable-debug-command", mode), start_trafikey("--enable-debug-command", mode)]
+    try:
+        v, t = (Wire(p.port) for p in procs)
+        assert v.call("DEBUG", "SLEEP", "0") == t.call("DEBUG", "SLEEP", "0")
+        assert t.call("DEBUG", "SLEEP", "0") == (b"+OK\r\n" if mode == "local" else t.call("DEBUG", "DIGEST"))
+    finally:
+        for p in procs:
+            p.stop()
+
+
 def test_lastsave_is_an_integer_near_now(pair) -> None:
     v, t = pair.both("LASTSAVE")
     # Start times differ; both are Unix seconds of roughly the same epoch.
@@ -41,9 +66,11 @@ def test_shutdown_closes_without_reply() -> None:
         p.stop()
 
 
-def test_debug_digest_and_sleep(debug_valkey, pair) -> None:
+def test_debug_digest_and_sleep(debug_valkey: Proc, debug_trafikey: Proc) -> None:
     v = Wire(debug_valkey.port)
-    t = pair.t
+    t = Wire(debug_trafikey.port)
+    for w in (v, t):
+        w.call("FLUSHALL")
     assert v.call("DEBUG", "DIGEST") == t.call("DEBUG", "DIGEST") == b"+" + b"0" * 40 + b"\r\n"
     for w in (v, t):
         w.call("SET", "a", "1")
@@ -56,6 +83,8 @@ def test_debug_digest_and_sleep(debug_valkey, pair) -> None:
     for args in (("SLEEP", "0"), ("SLEEP", "0.01"), ("SLEEP", "x"), ("SLEEP", "0.01abc")):
         assert v.call("DEBUG", *args) == t.call("DEBUG", *args), args
     v.close()
+    t.close()
+    t.close()
 
 
 DETERMINISTIC = (

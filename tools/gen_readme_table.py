@@ -26,6 +26,8 @@ def render(table: Table) -> str:
         if not cmd.implemented and not cmd.subcommands:
             continue
         group = cmd.docs.get("group", "other")
+        if cmd.docs.get("module"):
+            group = f"module {cmd.docs['module']}"
         name = cmd.name.upper()
         if cmd.subcommands:
             subs = [s.name.split("|", 1)[1].upper() for s in cmd.subcommands.values() if s.implemented]

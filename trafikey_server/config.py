@@ -346,6 +346,10 @@ def _apply_loglevel(server: Any, value: str) -> None:
     server.log.level = LEVELS[value]
 
 
+def _apply_slot_checks(server: Any, value: bool) -> None:
+    server.slot_checks = value
+
+
 # -- the special options ----------------------------------------------------------------------
 
 
@@ -695,6 +699,10 @@ def _options() -> list[Option]:
     B("enable-debug-assert", False, mutable=False, hidden=True),
     S("debug-context", "", hidden=True),
     B("aof-disable-auto-gc", False, hidden=True),
+    # This server's own options (not Valkey's).
+    S("emq-brand", "echomq:6.0.0", mutable=False),
+    B("enable-clock-command", False, mutable=False),
+    B("cluster-slot-checks", False, apply=_apply_slot_checks),
     ]
 
 

@@ -13,7 +13,9 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from .errors import CommandError
+from .keyspecs import request_keys
 from .resp import QUEUED
+from .slots import CROSSSLOT, same_slot
 
 if TYPE_CHECKING:
     from .client import Client
@@ -93,6 +95,14 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             c.multi_error = True
         server.count_error(e.msg)
         return e.reply()
+    if server.slot_checks and not _slots_ok(c, cmd, argv):
+        server.count_error(CROSSSLOT)
+        if c.multi is not None:
+            if cmd.bname == b"exec":
+                c.discard_multi()
+            else:
+                c.multi_error = True
+        return b"-" + CROSSSLOT + b"\r\n"
     if c.multi is not None:
         if cmd.no_multi:
             c.multi_error = True
@@ -105,6 +115,17 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
+
+
+def _slots_ok(c: Client, cmd: Command, argv: list[bytes]) -> bool:
+    """Valkey Cluster's CROSSSLOT rule: one request's keys share a slot,
+    and so do all the keys of the commands a transaction queued, checked
+    when EXEC arrives."""
+    if cmd.bname == b"exec" and c.multi:
+        return same_slot(k for qcmd, qargv in c.multi for k in request_keys(qcmd, qargv))
+    if not cmd.key_specs:
+        return True
+    return same_slot(request_keys(cmd, argv))
 
 
 def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:

@@ -173,3 +173,12 @@ def keys_of(cmd: Command, argv: Sequence[bytes]) -> list[int]:
 def keys_and_flags(cmd: Command, argv: Sequence[bytes]) -> list[KeyRef]:
     """As ``keys_of``, with each key's access flags (GETKEYSANDFLAGS)."""
     return _checked(cmd, argv)
+
+
+def request_keys(cmd: Command, argv: Sequence[bytes]) -> list[bytes]:
+    """The keys a request names, for routing checks; none when the
+    arguments do not fit the specs (the command itself will refuse them)."""
+    refs = extract(cmd, argv)
+    if not refs:
+        return []
+    return [argv[pos] for pos, _ in refs]

@@ -42,7 +42,7 @@ class Command:
         "subcommands", "parent", "row", "calls", "usec", "failed_calls",
         "rejected_calls", "write", "readonly", "noscript", "no_auth", "loading",
         "stale", "no_multi", "denyoom", "allow_busy", "fast", "movablekeys",
-        "admin", "implemented",
+        "admin", "implemented", "extension",
     )
 
     def __init__(self, row: dict[str, Any], parent: Command | None = None) -> None:
@@ -59,6 +59,8 @@ class Command:
         self.key_specs: list[dict[str, Any]] = list(row.get("key_specs", []))
         self.docs: dict[str, Any] = dict(row.get("docs", {}))
         self.tokens: list[str] = list(row.get("tokens", []))
+        # A command this server adds (the job core, the test clock), not one of Valkey's.
+        self.extension: bool = bool(row.get("extension", parent.extension if parent else False))
         self.parent = parent
         self.handler, self.implemented = _resolve(row.get("handler", ""), self.name)
         self.subcommands: dict[bytes, Command] = {}
@@ -106,9 +108,19 @@ def _resolve(path: str, name: str) -> tuple[Handler, bool]:
     if not path:
         return _missing_handler(name), False
     module, _, func = path.rpartition(".")
-    try:
-        mod = importlib.import_module(f"trafikey_server.commands.{module}")
-    except ModuleNotFoundError:
+    # "hash.hset" names trafikey_server.commands.hash; a path into another
+    # package of the server ("emq.claim.claim") names it from the top.
+    mod = None
+    for base in ("trafikey_server.commands.", "trafikey_server."):
+        try:
+            mod = importlib.import_module(base + module)
+            break
+        except ModuleNotFoundError as e:
+            # Only the module asked for may be missing; a missing import
+            # inside it is a bug to surface, not a reason to look elsewhere.
+            if not e.name or not (base + module).startswith(e.name):
+                raise
+    if mod is None:
         return _missing_handler(name), False
     handler = getattr(mod, func, None)
     if handler is None:
@@ -127,6 +139,8 @@ class Table:
             cmd = Command(row)
             self.commands[cmd.bname] = cmd
             self.ordered.append(cmd)
+        text = " ".join(self.tokens()).encode()
+        self.version_reply = b"$%d\r\n%s\r\n" % (len(text), text)
 
     def lookup(self, name: bytes) -> Command | None:
         cmd = self.commands.get(name)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 VALKEY_VERSION = "9.1.2"
 REDIS_COMPAT_VERSION = "7.2.4"
+BRAND_KEY = b"{emq}:version"
 
 
 class Server:
@@ -36,6 +37,8 @@ class Server:
         self.table = table or default_table()
         self.clock = Clock()
         self.run_id = secrets.token_hex(20)
+        self.run_id_b = self.run_id.encode()
+        self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
         self.pid = os.getpid()
         self.version = __version__
         self.dbs = [Db(i, self.clock) for i in range(config.databases)]
@@ -95,6 +98,7 @@ class Server:
 
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
+        self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
         for host in hosts:
@@ -116,6 +120,14 @@ class Server:
             f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
         )
         self.log.notice("Ready to accept connections tcp")
+
+    def write_brand(self) -> None:
+        """Mark the keyspace as served by this job core (``{emq}:version``,
+        which a connector reads before it sends anything), unless a brand
+        is already there or the option says none."""
+        brand = self.config.values.get("emq-brand", "none")
+        if brand != "none" and self.dbs[0].get(BRAND_KEY) is None:
+            self.dbs[0].add(BRAND_KEY, brand.encode())
 
     def _cron(self) -> None:
         """Active expiry, Valkey's serverCron in small: bounded work per tick."""

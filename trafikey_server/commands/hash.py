@@ -37,7 +37,7 @@ _ULLONG_MAX = 2**64 - 1
 _HALF = LLONG_MAX // 2
 
 
-def _limits(c: Client) -> tuple[int, int]:
+def hash_limits(c: Client) -> tuple[int, int]:
     """hash-max-listpack-entries / -value (Valkey 9's defaults if the config
     table has no such option). Read from the values table: CONFIG SET may
     change them at any time, and a missing attribute would cost an
@@ -70,7 +70,7 @@ def _set_one(c: Client, h: Hash, field: bytes, val: bytes) -> None:
     """hashTypeSet for the computed writes (HINCRBY*), which check the field
     and value lengths and the size themselves."""
     if not h.big:
-        entries, value = _limits(c)
+        entries, value = hash_limits(c)
         if len(field) > value or len(val) > value:
             h.big = True
         h[field] = val
@@ -94,7 +94,7 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
         for i in range(2, n, 2):
             h[argv[i]] = argv[i + 1]
     else:
-        entries, value = _limits(c)
+        entries, value = hash_limits(c)
         _check_args(h, argv, 2, entries, value)
         for i in range(2, n, 2):
             h[argv[i]] = argv[i + 1]
@@ -117,7 +117,7 @@ def hsetnx(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     h[argv[2]] = argv[3]
     if not h.big:
-        entries, value = _limits(c)
+        entries, value = hash_limits(c)
         _check_args(h, argv, 2, entries, value)
         if len(h) > entries:
             h.big = True

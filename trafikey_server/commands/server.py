@@ -11,7 +11,7 @@ from .. import commandinfo, glob
 from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
 from ..parsing import to_int
-from ..resp import EMPTY_ARRAY, OK, array, bulk, bulks, integer, status
+from ..resp import OK, array, bulk, bulks, integer, status
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -108,7 +108,8 @@ def command_list(c: Client, argv: list[bytes]) -> bytes:
         raise syntax()
     kind, arg = argv[3].lower(), argv[4]
     if kind == b"module":
-        return EMPTY_ARRAY
+        # The job core's rows present themselves as the commands of a module named "emq".
+        return bulks([cmd.bname for cmd in cmds if cmd.docs.get("module", "").encode() == arg])
     if kind == b"aclcat":
         want = "@" + arg.decode(errors="replace").lower()
         return bulks([cmd.bname for cmd in cmds if want in cmd.acl_categories])
@@ -279,7 +280,23 @@ def _digest(c: Client) -> bytes:
 _ATOF = re.compile(rb"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+_DEBUG_OFF = (
+    b'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it '
+    b"from a local connection, otherwise you need to set this option in the configuration file, and then "
+    b"restart the server."
+)
+
+
+def local_client(c: Client) -> bool:
+    """A connection from this machine, as Valkey's ``local`` settings mean it."""
+    host = c.addr.rpartition(":")[0].strip("[]")
+    return host in ("127.0.0.1", "::1") or not c.addr or host.startswith("::ffff:127.")
+
+
 def debug(c: Client, argv: list[bytes]) -> bytes:
+    allowed = c.server.config.values.get("enable-debug-command", "no")
+    if allowed == "no" or (allowed == "local" and not local_client(c)):
+        raise CommandError(_DEBUG_OFF)
     sub = argv[1].lower()
     if sub == b"sleep" and len(argv) == 3:
         # Valkey reads the delay with atof: junk is 0, a numeric prefix counts.

@@ -28,7 +28,7 @@ from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher,
 if TYPE_CHECKING:
     from ..client import Client
 
-NAN_ERR = CommandError(b"ERR resulting score is not a number (NaN)")
+NAN_MSG = b"ERR resulting score is not a number (NaN)"
 SCORE_RANGE_ERR = b"ERR min or max is not a float"
 LEX_RANGE_ERR = b"ERR min or max not valid string range item"
 _LIMIT_WITH_RANK = b"ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
@@ -39,7 +39,7 @@ _SPACE = b" \t\n\r\x0b\x0c"
 # -- configuration --------------------------------------------------------------
 
 
-def _limits(c: Client) -> tuple[int, int]:
+def zset_limits(c: Client) -> tuple[int, int]:
     """zset-max-listpack-entries / -value (Valkey's defaults if the config
     table has no such option). Read from the values table: CONFIG SET may
     change them at any time, and a missing attribute would cost an
@@ -202,12 +202,12 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
     if zs is None:
         if xx:
             return c.r.null if incr else ZERO
-        entries, value = _limits(c)
+        entries, value = zset_limits(c)
         zs = ZSet()
         zs.big = pairs > entries or maxlen > value
         db.add(key, zs)
     elif not zs.big:
-        entries, value = _limits(c)
+        entries, value = zset_limits(c)
         if pairs > entries or maxlen > value:
             zs.big = True
     added = updated = processed = 0
@@ -222,7 +222,7 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
             if incr:
                 s += old
                 if s != s:
-                    raise NAN_ERR
+                    raise CommandError(NAN_MSG)
             if (lt and s >= old) or (gt and s <= old):
                 continue
             processed += 1
@@ -437,7 +437,7 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     if not pairs:
         c.db.delete(dst)
         return ZERO
-    entries, value = _limits(c)
+    entries, value = zset_limits(c)
     out = ZSet()
     # A rank range knows its length up front and Valkey sizes the new set
     # with it; score and lex ranges start from an empty listpack.
@@ -777,7 +777,7 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float]) -> bytes:
     if not result:
         c.db.delete(dst)
         return ZERO
-    entries, value = _limits(c)
+    entries, value = zset_limits(c)
     out = ZSet()
     big = len(result) > entries or max(map(len, result)) > value
     out.big = big
