@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,3 +86,24 @@ def pair23(request: pytest.FixtureRequest, valkey_server: Proc, trafikey_server:
     p = Pair(_fresh(valkey_server.port, request.param), _fresh(trafikey_server.port, request.param))
     yield p
     p.close()
+
+
+@pytest.fixture(scope="session")
+def emq_server() -> Iterator[Proc]:
+    """A trafikey-server for job-core tests: the test clock and DEBUG (for
+    DEBUG DIGEST) enabled."""
+    p = start_trafikey("--enable-clock-command", "yes", "--enable-debug-command", "yes")
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def emq(emq_server: Proc) -> Iterator[redis.Redis]:
+    """A redis-py client on the job-core server: keyspace flushed, clock
+    back on the system time (tests freeze or move it as they need)."""
+    r = redis.Redis(port=emq_server.port)
+    r.flushall()
+    r.execute_command("TRAFIKEY.CLOCK", "RELEASE")
+    yield r
+    r.execute_command("TRAFIKEY.CLOCK", "RELEASE")
+    r.close()
