@@ -58,8 +58,9 @@ class Proc:
         try:
             wait_port(port, self.proc)
         except Exception:
+            out = self.output()
             self.stop()
-            raise RuntimeError(f"{argv} failed: {self.output()}") from None
+            raise RuntimeError(f"{argv} failed: {out}") from None
 
     def output(self) -> str:
         self.log.flush()

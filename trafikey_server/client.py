@@ -80,6 +80,13 @@ class Client:
         self.watched = []
         self.watch_dirty = False
 
+    def flag_multi(self) -> None:
+        """An error while queueing dooms the transaction (EXEC will answer
+        EXECABORT): like Valkey, drop what was queued and queue no more."""
+        self.multi_error = True
+        if self.multi:
+            self.multi.clear()
+
     def discard_multi(self) -> None:
         self.multi = None
         self.multi_error = False

@@ -40,10 +40,12 @@ class Db:
     # -- reads -------------------------------------------------------------
 
     def get(self, key: bytes) -> Any:
-        """The live value of key, or None; an expired key is removed first."""
+        """The live value of key, or None; an expired key is removed first.
+        As in Valkey, a key lives through its expiry millisecond and is
+        gone the one after."""
         v = self.data.get(key)
         if v is not None and self.expires and key in self.expires:
-            if self.expires[key] <= self.clock.ms():
+            if self.expires[key] < self.clock.ms():
                 self._expire(key)
                 return None
         return v
@@ -88,7 +90,7 @@ class Db:
         exp = self.expires
         for k in list(self.data):
             t = exp.get(k)
-            if t is None or t > now:
+            if t is None or t >= now:
                 yield k
 
     # -- writes ------------------------------------------------------------
@@ -170,7 +172,7 @@ class Db:
         heap = self._heap
         exp = self.expires
         removed = 0
-        while heap and heap[0][0] <= now and removed < budget:
+        while heap and heap[0][0] < now and removed < budget:
             when, key = heapq.heappop(heap)
             if exp.get(key) == when:
                 self._expire(key)

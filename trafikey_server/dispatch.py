@@ -92,7 +92,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
         cmd = resolve(c, argv)
     except CommandError as e:
         if c.multi is not None:
-            c.multi_error = True
+            c.flag_multi()
         server.count_error(e.msg)
         return e.reply()
     if server.slot_checks and not _slots_ok(c, cmd, argv):
@@ -101,18 +101,19 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             if cmd.bname == b"exec":
                 c.discard_multi()
             else:
-                c.multi_error = True
+                c.flag_multi()
         return b"-" + CROSSSLOT + b"\r\n"
     if c.multi is not None:
         if cmd.no_multi:
-            c.multi_error = True
+            c.flag_multi()
             cmd.rejected_calls += 1
             err = b"ERR Command '%s' not allowed inside a transaction" % cmd.bname
             server.count_error(err)
             return b"-" + err + b"\r\n"
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
-            c.multi.append((cmd, argv))
+            if not c.multi_error:  # an aborted transaction keeps nothing
+                c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
 

@@ -7,7 +7,7 @@ import re
 import time as _time
 from typing import TYPE_CHECKING, Any
 
-from .. import commandinfo, glob
+from .. import commandinfo, glob, keyspecs
 from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
 from ..parsing import to_int
@@ -118,71 +118,12 @@ def command_list(c: Client, argv: list[bytes]) -> bytes:
     raise syntax()
 
 
-def _begin(spec: dict[str, Any], argv: list[bytes]) -> int:
-    """Where a key spec's keys start in argv, or -1 when not found."""
-    bs = spec.get("begin_search", {})
-    s = bs.get("spec", {})
-    if bs.get("type") == "index":
-        return int(s.get("index", 0))
-    if bs.get("type") == "keyword":
-        kw = s.get("keyword", "").encode().lower()
-        start = int(s.get("startfrom", 1))
-        n = len(argv)
-        if start >= 0:
-            rng = range(start, n)
-        else:
-            rng = range(n + start, 0, -1)
-        for i in rng:
-            if argv[i].lower() == kw:
-                return i + 1
-    return -1
-
-
-def _spec_keys(spec: dict[str, Any], argv: list[bytes]) -> list[int]:
-    first = _begin(spec, argv)
-    n = len(argv)
-    if first < 0 or first >= n:
-        return []
-    fk = spec.get("find_keys", {})
-    s = fk.get("spec", {})
-    if fk.get("type") == "range":
-        lastkey, step, limit = int(s.get("lastkey", 0)), int(s.get("keystep", 1)), int(s.get("limit", 0))
-        if lastkey >= 0:
-            last = first + lastkey
-        elif limit <= 1:
-            last = n + lastkey
-        else:
-            last = first + (n - first) // limit + lastkey
-        last = min(last, n - 1)
-        return list(range(first, last + 1, max(step, 1)))
-    if fk.get("type") == "keynum":
-        numidx = first + int(s.get("keynumidx", 0))
-        if numidx >= n:
-            return []
-        num = to_int(argv[numidx])
-        if num is None or num < 0:
-            return []
-        start, step = first + int(s.get("firstkey", 1)), max(int(s.get("keystep", 1)), 1)
-        return [i for i in range(start, start + num * step, step) if i < n]
-    return []
-
-
-def _getkeys(c: Client, argv: list[bytes]) -> list[tuple[bytes, list[str]]]:
+def _getkeys(c: Client, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
+    """The keys of the full command in argv[2:], by the same key-spec walk
+    that the cluster-slot check uses (``keyspecs.py``)."""
     sub = argv[2:]
-    cmd = c.server.table.lookup(sub[0])
-    if cmd is not None and cmd.subcommands and len(sub) > 1:
-        cmd = cmd.subcommands.get(sub[1].lower(), cmd)
-    if cmd is None:
-        raise CommandError(b"ERR Invalid command specified")
-    if not cmd.arity_ok(len(sub)):
-        raise CommandError(b"ERR Invalid number of arguments specified for command")
-    out: list[tuple[bytes, list[str]]] = []
-    for spec in cmd.key_specs:
-        flags = list(spec.get("flags", []))
-        out.extend((sub[i], flags) for i in _spec_keys(spec, sub))
-    if not out:
-        raise CommandError(b"ERR The command has no key arguments")
-    return out
+    cmd = keyspecs.resolve(c.server.table, sub)
+    return [(sub[pos], flags) for pos, flags in keyspecs.keys_and_flags(cmd, sub)]
 
 
 def command_getkeys(c: Client, argv: list[bytes]) -> bytes:

@@ -29,7 +29,7 @@ def _watched_expired(c: Client) -> bool:
     """A watched key whose TTL has run out counts as changed, as in Valkey."""
     for db, key in c.watched:
         t = db.expires.get(key)
-        if t is not None and t <= db.clock.ms():
+        if t is not None and t < db.clock.ms():
             return True
     return False
 
