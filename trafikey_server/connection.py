@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from time import monotonic
+from time import time
 from typing import TYPE_CHECKING, Any
 
 import hiredis
@@ -86,12 +86,13 @@ class Connection(asyncio.Protocol):
         if c is None or c.closing:
             return
         c.tot_net_in += len(data)
-        c.last_interaction = monotonic()  # CLIENT LIST idle=, as Valkey stamps each read
-        out: list[bytes] = []
+        c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
+        c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
         if self.py is not None or (data[0] != 42 and self.boundary):
             self._run_python(data, out)
         else:
             self._run_hiredis(data, out)
+        c.out = None
         if out:
             payload = out[0] if len(out) == 1 else b"".join(out)
             c.tot_net_out += len(payload)
