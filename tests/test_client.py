@@ -169,8 +169,9 @@ def _body(reply: bytes) -> bytes:
 
 
 @pytest.fixture
-def sides(valkey_server, trafikey_server, request: pytest.FixtureRequest) -> Iterator[tuple[Side, Side]]:  # type: ignore[no-untyped-def]
-    roles = request.param if hasattr(request, "param") else ["me", "a", "b", "c", "d"]
+def sides(valkey_server, trafikey_server) -> Iterator[tuple[Side, Side]]:  # type: ignore[no-untyped-def]
+    """Connections me, a, b, c and d to each server."""
+    roles = ["me", "a", "b", "c", "d"]
     v, t = Side(valkey_server.port, roles), Side(trafikey_server.port, roles)
     yield v, t
     v.close()
@@ -197,8 +198,7 @@ def _setup(v: Side, t: Side) -> None:
     """Connections in the states CLIENT LIST describes: named and in another
     database over RESP3 (a), watching keys in two databases (b), in MULTI
     with queued commands (c), with no-evict and no-touch (d)."""
-    for side in (v, t):
-        side.call("me", "DEL", "w1", "w3")
+    run(v, t, "me", "FLUSHALL")
     for role, *args in (
         ("a", "CLIENT", "SETNAME", "alpha"), ("a", "CLIENT", "SETINFO", "LIB-NAME", "libA"),
         ("a", "CLIENT", "SETINFO", "LIB-VER", "1.0"), ("a", "SELECT", "3"),
@@ -245,8 +245,8 @@ def test_transaction_state_fields(valkey_server, trafikey_server, proto: int) ->
         ("WATCH", "z"), ("MULTI",), ("SET", "k", "v"), ("GET", "abc"), ("INCR", "n"), ("EXEC",),
         ("WATCH", "k1", "k2"), ("FLUSHDB",), ("MULTI",), ("PING",), ("EXEC",), ("WATCH", "k1"), ("SWAPDB", "0", "5"),
     ]
-    for proto_step in steps:
-        run(v, t, "x", *proto_step)
+    for step in steps:
+        run(v, t, "x", *step)
         same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{id_x}")
     v.close()
     t.close()

@@ -78,7 +78,6 @@ def test_redis_py_transaction_helper_retries(trafikey_server, valkey_server) -> 
     def scenario(port: int) -> tuple[int, bytes | None, list[bytes | None]]:
         r = redis.Redis(port=port)
         other = redis.Redis(port=port)
-        r.delete("balance")
         r.set("balance", 100)
         attempts = 0
 
@@ -102,6 +101,8 @@ def test_redis_py_transaction_helper_retries(trafikey_server, valkey_server) -> 
 
 
 def test_redis_py_pipeline_watch_error(trafikey_server, valkey_server) -> None:  # type: ignore[no-untyped-def]
+    """pipeline(transaction=True) with WATCH: a change by another client
+    between the read and execute() raises WatchError and writes nothing."""
     import redis
 
     def scenario(port: int) -> tuple[str, bytes | None]:
