@@ -121,8 +121,65 @@ def test_other_connections_unaffected_by_protocol_error(trafikey_server) -> None
     good.close()
 
 
-@pytest.mark.xfail(strict=True, reason="hiredis returns a simple string inside a request as bytes, "
-                   "indistinguishable from a bulk; Valkey refuses it with \"expected '$', got '+'\"")
-def test_simple_string_inside_request(pair) -> None:  # type: ignore[no-untyped-def]
-    v, t = both_until_closed(pair, b"*1\r\n+PING\r\n")
+# hiredis reads these items as plain bytes, like a bulk string; Valkey takes
+# only '$' inside a request. The requests before the bad one are answered.
+TYPED_ITEMS = [
+    b"*1\r\n+PING\r\n",
+    b"*2\r\n$4\r\nECHO\r\n=8\r\ntxt:PING\r\n",
+    b"*2\r\n$4\r\nECHO\r\n(12345678901234567890\r\n",
+    b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n+x\r\n*1\r\n$4\r\nPING\r\n",
+]
+
+
+@pytest.mark.parametrize("data", TYPED_ITEMS, ids=[repr(m)[:40] for m in TYPED_ITEMS])
+def test_non_bulk_item_inside_request(pair, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    v, t = both_until_closed(pair, data)
     assert t == v
+    assert b"expected '$', got" in v
+
+
+def test_simple_string_after_a_read_boundary(pair) -> None:  # type: ignore[no-untyped-def]
+    """The item's first byte arrives in a read of its own, right after a
+    read that ended with the line before it."""
+    for w in (pair.v, pair.t):
+        w.send_raw(b"*2\r\n$4\r\nECHO\r\n")
+    time.sleep(0.05)
+    v, t = both_until_closed(pair, b"+abc\r\n")
+    assert t == v == b"-ERR Protocol error: expected '$', got '+'\r\n"
+
+
+@pytest.mark.parametrize("parts", [
+    [b"*30000", b"00000\r\n"], [b"*1\r\n$6000", b"00000\r\n"], [b"*1\r\n$", b"600000000\r\n"],
+    [b"*2\r\n$4\r\nECHO\r\n$1234", b"5678901234567\r\n"], [b"*", b"3000000000\r\n"],
+], ids=["count", "bulk", "bulk-after-dollar", "long-bulk", "count-after-star"])
+def test_too_long_length_split_across_reads(pair, parts: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+    """Refused as soon as its line is complete, as Valkey does, though no
+    read holds the whole number."""
+    for w in (pair.v, pair.t):
+        w.send_raw(parts[0])
+    time.sleep(0.05)
+    v, t = both_until_closed(pair, parts[1])
+    assert t == v
+    assert v.startswith(b"-ERR Protocol error: invalid")
+
+
+# Payloads holding those bytes after a newline are ordinary arguments; some
+# reads end right after such a newline. (chunks, number of replies)
+PAYLOAD_CHUNKS = [
+    ([encode("ECHO", "a\n+b\n=c\n(d") + encode("PING")], 2),
+    ([encode("SET", "k", "x\n") + b"*2\r\n$4\r\nECHO\r\n$3\r\nz\n", b"+\r\n" + encode("GET", "k")], 3),
+    ([b"*2\r\n$4\r\nECHO\r\n$5\r\nab\r\n", b"=\r\n" + encode("PING")], 2),
+    ([b"*2\r\n$4\r\nECHO\r\n$2\r\n(\n", b"\r\n" + encode("PING")], 2),
+]
+
+
+@pytest.mark.parametrize(("chunks", "replies"), PAYLOAD_CHUNKS, ids=["one-read", "split-plus", "split-equals", "paren"])
+def test_payloads_that_look_like_items(pair, chunks: list[bytes], replies: int) -> None:  # type: ignore[no-untyped-def]
+    out = {}
+    for name, w in (("v", pair.v), ("t", pair.t)):
+        for chunk in chunks:
+            w.send_raw(chunk)
+            time.sleep(0.02)
+        out[name] = [w.read_reply() for _ in range(replies)]
+        assert w.call("PING") == b"+PONG\r\n"
+    assert out["t"] == out["v"]

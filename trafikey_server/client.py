@@ -7,7 +7,7 @@ and nothing else.
 
 from __future__ import annotations
 
-import time
+from time import time
 from typing import TYPE_CHECKING, Any
 
 from .resp import RESP2, Encoder
@@ -18,14 +18,28 @@ if TYPE_CHECKING:
     from .server import Server
 
 
+class Watch:
+    """One WATCHed key, Valkey's ``watchedKey``. ``expired`` records that the
+    key had already expired (but was still stored) when it was watched: its
+    later deletion is then no change, and EXEC does not abort for it."""
+
+    __slots__ = ("db", "key", "expired")
+
+    def __init__(self, db: Db, key: bytes, expired: bool) -> None:
+        self.db = db
+        self.key = key
+        self.expired = expired
+
+
 class Client:
     __slots__ = (
         "server", "id", "db", "r", "resp", "name", "lib_name", "lib_ver",
         "authenticated", "user", "multi", "multi_error", "watched", "watch_dirty",
-        "closing", "close_after_reply", "addr", "laddr", "fd", "created",
+        "closing", "close_after_reply", "addr", "laddr", "fd", "ctime",
         "last_interaction", "last_cmd", "transport", "no_evict", "no_touch",
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
-        "tot_cmds",
+        "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
+        "out",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -41,15 +55,18 @@ class Client:
         self.user = b"default"
         self.multi: list[tuple[Command, list[bytes]]] | None = None
         self.multi_error = False
-        self.watched: list[tuple[Db, bytes]] = []
+        # (db, key) -> Watch, in WATCH order.
+        self.watched: dict[tuple[Db, bytes], Watch] = {}
         self.watch_dirty = False
         self.closing = False
         self.close_after_reply = False
         self.addr = addr
         self.laddr = laddr
         self.fd = fd
-        self.created = time.monotonic()
-        self.last_interaction = self.created
+        # Wall-clock seconds, as Valkey's ctime and last_interaction: CLIENT
+        # LIST's age= and idle= tick at second boundaries, not per elapsed second.
+        self.ctime = int(time())
+        self.last_interaction = float(self.ctime)
         self.last_cmd = b"NULL"
         self.transport: Any = None
         self.no_evict = False
@@ -60,6 +77,20 @@ class Client:
         self.tot_net_in = 0
         self.tot_net_out = 0
         self.tot_cmds = 0
+        # Valkey 9 allocates a client's transaction state on its first MULTI
+        # or WATCH and keeps it: CLIENT LIST shows multi=-1 until then, and
+        # counts the per-database WATCH tables (created on the first WATCH in
+        # a database, kept after UNWATCH) in tot-mem.
+        self.mstate = False
+        self.watch_dbs: set[int] = set()
+        # While EXEC runs: its own arguments, the queue it runs and the
+        # replies produced so far (CLIENT INFO inside EXEC reports them).
+        self.exec_argv: list[bytes] | None = None
+        self.exec_queue: list[tuple[Command, list[bytes]]] = []
+        self.exec_out: list[bytes] = []
+        # Replies produced earlier in the current read, not yet written:
+        # Valkey's output buffer (obl=) for a pipelined CLIENT INFO / LIST.
+        self.out: list[bytes] | None = None
 
     def set_protocol(self, proto: int) -> None:
         from .resp import ENCODERS
@@ -70,22 +101,28 @@ class Client:
     def select(self, index: int) -> None:
         self.db = self.server.dbs[index]
 
-    def unwatch(self) -> None:
+    def unwatch_keys(self) -> None:
+        """Valkey's unwatchAllKeys: forget the keys, keep the dirty flag."""
         for db, key in self.watched:
             clients = db.watchers.get(key)
             if clients is not None:
-                clients.discard(self)
+                clients.pop(self, None)
                 if not clients:
                     del db.watchers[key]
-        self.watched = []
+        self.watched = {}
+
+    def unwatch(self) -> None:
+        self.unwatch_keys()
         self.watch_dirty = False
 
-    def flag_multi(self) -> None:
-        """An error while queueing dooms the transaction (EXEC will answer
-        EXECABORT): like Valkey, drop what was queued and queue no more."""
-        self.multi_error = True
+    def touched(self) -> None:
+        """A watched key changed (Valkey's touchWatchedKey): the transaction
+        is doomed, so its queue and watches are dropped at once and later
+        commands are no longer queued."""
+        self.watch_dirty = True
         if self.multi:
-            self.multi.clear()
+            self.multi = []
+        self.unwatch_keys()
 
     def discard_multi(self) -> None:
         self.multi = None

@@ -22,6 +22,7 @@ from .types import Hash
 from .zset import ZSet
 
 if TYPE_CHECKING:
+    from .client import Client, Watch
     from .clock import Clock
 
 
@@ -34,8 +35,9 @@ class Db:
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
         self._heap: list[tuple[int, bytes]] = []
-        # key -> set of clients watching it; empty unless WATCH is in use.
-        self.watchers: dict[bytes, set[Any]] = {}
+        # key -> the clients watching it (in WATCH order) and their watch;
+        # empty unless WATCH is in use.
+        self.watchers: dict[bytes, dict[Client, Watch]] = {}
 
     # -- reads -------------------------------------------------------------
 
@@ -145,9 +147,7 @@ class Db:
     def clear(self) -> int:
         n = len(self.data)
         if self.watchers:
-            for key in list(self.watchers):
-                if key in self.data:
-                    self._signal(key)
+            self.touch_all(None)
         self.data = {}
         self.expires = {}
         self._heap = []
@@ -159,10 +159,50 @@ class Db:
         if self.watchers:
             self._signal(key)
 
+    def key_is_expired(self, key: bytes) -> bool:
+        """Stored but past its time (Valkey's keyIsExpired); nothing is removed."""
+        t = self.expires.get(key)
+        return t is not None and t < self.clock.ms()
+
     def _signal(self, key: bytes) -> None:
-        clients = self.watchers.get(key)
-        if clients:
-            for c in clients:
+        """Valkey's touchWatchedKey, called after the change."""
+        watchers = self.watchers.get(key)
+        if not watchers:
+            return
+        for c, w in list(watchers.items()):
+            if w.expired:
+                # Watched when already expired: its deletion is no change.
+                if key not in self.data:
+                    w.expired = False
+                    continue
+                if self.key_is_expired(key):
+                    break  # Valkey stops at such a watcher while the key is stored
+                # Overwritten with a live value. Valkey deletes the expired key
+                # before every write (no change), then the write is a change;
+                # writes here may skip that deletion, so count it directly.
+            c.touched()
+
+    def touch_all(self, replaced_with: Db | None) -> None:
+        """Valkey's touchAllWatchedKeysInDb, before this database is emptied
+        (FLUSHDB, FLUSHALL) or swapped with ``replaced_with`` (SWAPDB). Only
+        keys stored on either side count; the clients are marked dirty but
+        keep their watches, as in Valkey."""
+        for key, watchers in list(self.watchers.items()):
+            exists = key in self.data
+            in_other = replaced_with is not None and key in replaced_with.data
+            if not (exists or in_other):
+                continue
+            for c, w in list(watchers.items()):
+                if w.expired:
+                    if not in_other:
+                        w.expired = False  # an expired key now deleted
+                        continue
+                    assert replaced_with is not None
+                    if replaced_with.key_is_expired(key):
+                        continue  # still expired
+                elif not exists and replaced_with is not None and replaced_with.key_is_expired(key):
+                    w.expired = True  # a missing key replaced by an expired one
+                    continue
                 c.watch_dirty = True
 
     # -- active expiry -------------------------------------------------------

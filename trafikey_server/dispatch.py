@@ -92,7 +92,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
         cmd = resolve(c, argv)
     except CommandError as e:
         if c.multi is not None:
-            c.flag_multi()
+            flag_transaction(c)
         server.count_error(e.msg)
         return e.reply()
     if server.slot_checks and not _slots_ok(c, cmd, argv):
@@ -101,18 +101,20 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             if cmd.bname == b"exec":
                 c.discard_multi()
             else:
-                c.flag_multi()
+                flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
     if c.multi is not None:
         if cmd.no_multi:
-            c.flag_multi()
+            flag_transaction(c)
             cmd.rejected_calls += 1
             err = b"ERR Command '%s' not allowed inside a transaction" % cmd.bname
             server.count_error(err)
             return b"-" + err + b"\r\n"
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
-            if not c.multi_error:  # an aborted transaction keeps nothing
+            # A doomed transaction answers QUEUED but keeps nothing, as
+            # Valkey's queueMultiCommand (CLIENT LIST shows multi=0).
+            if not (c.multi_error or c.watch_dirty):
                 c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
@@ -127,6 +129,11 @@ def _slots_ok(c: Client, cmd: Command, argv: list[bytes]) -> bool:
     if not cmd.key_specs:
         return True
     return same_slot(request_keys(cmd, argv))
+def flag_transaction(c: Client) -> None:
+    """Valkey's flagTransaction: an error while queuing dooms the
+    transaction (EXEC will answer EXECABORT) and frees what was queued."""
+    c.multi_error = True
+    c.multi = []
 
 
 def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:

@@ -71,7 +71,7 @@ class Server:
         self.connections[c.id] = conn
         self.total_connections += 1
 
-    def client_disconnected(self, conn: Connection, c: Client) -> None:
+    def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
 
@@ -82,11 +82,13 @@ class Server:
 
     def swap_dbs(self, a: int, b: int) -> None:
         """SWAPDB: the Db objects trade indexes, so every client selected on
-        one now sees the other's data, and watchers of either are touched."""
+        one now sees the other's data, and watchers of a key stored on either
+        side are touched."""
         da, db_ = self.dbs[a], self.dbs[b]
-        for d in (da, db_):
-            for key in list(d.watchers):
-                d._signal(key)
+        if da.watchers:
+            da.touch_all(db_)
+        if db_.watchers:
+            db_.touch_all(da)
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap

@@ -22,12 +22,22 @@ from .connection import set_client_name
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..registry import Command
+
+    Queue = list[tuple[Command, list[bytes]]]
 
 # Valkey's reply buffer for a new connection (16 KiB plus allocator slack),
 # and what the client struct and that buffer cost before any request.
 _REPLY_BUFFER = 16392
 _BASE_MEMORY = 16976
 _POINTER = 8
+# Valkey 9.1's sizes for transaction state: a queue slot (multiCmd), a
+# watched key (watchedKey with its list node), a per-database hashtable of
+# watched keys and one of its 64-byte buckets (7 keys each).
+_MULTI_CMD = 32
+_WATCHED_KEY = 80
+_HASHTABLE = 80
+_BUCKET = 64
 # Client types CLIENT LIST / KILL accept; only "normal" connections exist here.
 _TYPES = {b"normal": "normal", b"master": "primary", b"primary": "primary", b"slave": "replica",
           b"replica": "replica", b"pubsub": "pubsub"}
@@ -221,35 +231,78 @@ def _flags(c: Client) -> str:
     return out or "N"
 
 
-def _multi_mem(c: Client) -> int:
+def _queue(c: Client) -> Queue:
+    """The commands in the transaction state: the MULTI queue, or while EXEC
+    runs the queue it runs (Valkey frees it only afterwards)."""
+    if c.in_exec:
+        return c.exec_queue
+    return c.multi or []
+
+
+def _multi_mem(queue: Queue) -> int:
     """Valkey counts a queued command as its argument bytes plus one pointer
     per argument."""
-    if not c.multi:
-        return 0
-    return sum(sum(map(len, args)) + _POINTER * len(args) for _, args in c.multi)
+    return sum(sum(map(len, args)) + _POINTER * len(args) for _, args in queue)
+
+
+def _slots(n: int) -> int:
+    """Valkey's queue array: 2 slots for the first command, doubled when full."""
+    return 0 if n == 0 else max(2, 1 << (n - 1).bit_length())
+
+
+def _transaction_memory(c: Client, queue: Queue, multi_mem: int) -> int:
+    """What Valkey 9.1 counts in tot-mem for a client's transaction state
+    (multiStateMemOverhead): the queued arguments, the queue's slots, one
+    entry per watched key, an array of per-database table pointers once the
+    client has watched, and each database's table (kept, empty, after
+    UNWATCH). A table's bucket count is exact up to 7 keys per database and
+    an estimate beyond (Valkey's depends on its hash seed)."""
+    mem = multi_mem + _MULTI_CMD * _slots(len(queue)) + _WATCHED_KEY * len(c.watched)
+    if c.watch_dbs:
+        per_db: dict[int, int] = {}
+        for db, _ in c.watched:
+            per_db[db.id] = per_db.get(db.id, 0) + 1
+        mem += _POINTER * len(c.server.dbs)
+        for dbid in c.watch_dbs:
+            n = per_db.get(dbid, 0)
+            buckets = 0 if n == 0 else 1 << (-(-n // 7) - 1).bit_length()
+            mem += _HASHTABLE + _BUCKET * buckets
+    return mem
+
+
+def _pending_output(c: Client) -> int:
+    """Replies the caller has produced but not yet sent: those of earlier
+    requests in the same read, and inside EXEC the transaction's reply so
+    far. Valkey holds them in the reply buffer (obl=) until the read is done."""
+    n = sum(map(len, c.out)) if c.out else 0
+    if c.in_exec:
+        n += sum(map(len, c.exec_out))
+    return min(n, _REPLY_BUFFER)
 
 
 def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
     """The CLIENT LIST line of c. Only the caller is in the middle of a
-    request, so only its line shows argument memory, as on Valkey."""
+    request, so only its line shows argument memory and unsent output, as on
+    Valkey. Inside EXEC Valkey keeps EXEC's argument bytes but counts the
+    running command's argument pointers."""
     if c is caller:
-        argv_mem = sum(map(len, argv))
+        argv_mem = sum(map(len, c.exec_argv if c.exec_argv is not None else argv))
         argv_ptrs = _POINTER * len(argv)
+        obl = _pending_output(c)
     else:
-        argv_mem = argv_ptrs = 0
-    multi_mem = _multi_mem(c)
-    if c.multi is not None:
-        multi = len(c.multi)
-    else:
-        # Valkey 9 shows -1 until the connection first used MULTI or WATCH.
-        multi = 0 if c.watched else -1
-    watch = 0 if c.watch_dirty else len(c.watched)
+        argv_mem = argv_ptrs = obl = 0
+    queue = _queue(c)
+    multi_mem = _multi_mem(queue)
+    # Valkey 9 shows -1 until the connection first used MULTI or WATCH.
+    multi = len(queue) if c.mstate else -1
+    tot_mem = _BASE_MEMORY + argv_mem + argv_ptrs + _transaction_memory(c, queue, multi_mem)
+    now_s = int(now)
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={_text(c.name)} "
-        f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={_flags(c)} capa= "
-        f"db={c.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={watch} qbuf=0 qbuf-free=0 "
-        f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl=0 oll=0 "
-        f"omem=0 tot-mem={_BASE_MEMORY + argv_mem + argv_ptrs + multi_mem} events=r "
+        f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} capa= "
+        f"db={c.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
+        f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "
+        f"omem=0 tot-mem={tot_mem} events=r "
         f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir=-1 resp={c.resp} lib-name={_text(c.lib_name)} "
         f"lib-ver={_text(c.lib_ver)} tot-net-in={c.tot_net_in} tot-net-out={c.tot_net_out} "
         f"tot-cmds={c.tot_cmds}\n"
@@ -265,12 +318,20 @@ def _encode(s: str) -> bytes:
 
 
 def client_info(c: Client, argv: list[bytes]) -> bytes:
-    return c.r.verbatim(_encode(_line(c, c, argv, time.monotonic())))
+    return c.r.verbatim(_encode(_line(c, c, argv, time.time())))
 
 
 # -- filters shared by LIST and KILL ------------------------------------------------
 
 Pred = Callable[["Client"], bool]
+
+
+def _cstr(b: bytes) -> bytes:
+    """The argument as Valkey's C string functions see it: up to the first
+    NUL. Valkey compares option names, types, SKIPME, FLAGS, CAPA, NAME and
+    the addresses this way, and prints errors with %s."""
+    i = b.find(0)
+    return b if i < 0 else b[:i]
 
 
 def _ip(addr: str) -> str:
@@ -298,6 +359,7 @@ def _db_index(c: Client, arg: bytes, what: bytes) -> int:
 
 
 def _client_type(arg: bytes) -> str:
+    arg = _cstr(arg)
     t = _TYPES.get(arg.lower())
     if t is None:
         raise CommandError(b"ERR Unknown client type '%s'" % arg)
@@ -306,11 +368,12 @@ def _client_type(arg: bytes) -> str:
 
 def _user(arg: bytes) -> bytes:
     if arg != b"default":  # the only user until ACLs arrive
-        raise CommandError(b"ERR No such user '%s'" % arg)
+        raise CommandError(b"ERR No such user '%s'" % _cstr(arg))
     return arg
 
 
 def _chars(arg: bytes, allowed: frozenset[int], what: bytes, where: bytes) -> bytes:
+    arg = _cstr(arg)
     if any(ch not in allowed for ch in arg):
         raise CommandError(b"ERR Unknown %s found in the %s filter: %s" % (what, where, arg))
     return arg
@@ -318,7 +381,8 @@ def _chars(arg: bytes, allowed: frozenset[int], what: bytes, where: bytes) -> by
 
 def _ids(argv: list[bytes], i: int) -> tuple[set[int], int]:
     """The IDs after ID / NOT-ID: every following argument that reads as an
-    integer; at least one."""
+    integer, possibly none (Valkey then matches no client for ID and
+    excludes none for NOT-ID)."""
     ids: set[int] = set()
     while i < len(argv):
         v = to_int(argv[i])
@@ -328,30 +392,35 @@ def _ids(argv: list[bytes], i: int) -> tuple[set[int], int]:
             raise CommandError(b"ERR client-id should be greater than 0")
         ids.add(v)
         i += 1
-    if not ids:
-        raise syntax()
     return ids, i
 
 
 def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tuple[list[Pred], bool]:
     """Predicates for the filter arguments from argv[start], and whether the
-    caller excludes itself (SKIPME). A NOT- filter keeps what the plain one
-    drops."""
-    preds: list[Pred] = []
+    caller excludes itself (SKIPME). As in Valkey each option is one field
+    of a filter: given twice, the later value wins, except that ID and
+    NOT-ID lists add up. A NOT- filter keeps what the plain one drops."""
+    fields: dict[bytes, Pred] = {}
+    ids: set[int] | None = None
+    not_ids: set[int] | None = None
     i = start
     n = len(argv)
     while i < n:
-        opt = argv[i].lower()
-        neg = opt.startswith(b"not-")
-        base = opt[4:] if neg else opt
-        if base == b"id":
-            ids, i = _ids(argv, i + 1)
-            preds.append(_negate(neg, lambda x, ids=ids: x.id in ids))
+        opt = _cstr(argv[i]).lower()
+        if opt == b"id":
+            got, i = _ids(argv, i + 1)
+            ids = got if ids is None else ids | got
+            continue
+        if opt == b"not-id":
+            got, i = _ids(argv, i + 1)
+            not_ids = got if not_ids is None else not_ids | got
             continue
         if i + 1 >= n:
             raise syntax()
         val = argv[i + 1]
         i += 2
+        neg = opt.startswith(b"not-")
+        base = opt[4:] if neg else opt
         pred: Pred
         if base == b"type":
             t = _client_type(val)
@@ -360,16 +429,17 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             u = _user(val)
             pred = lambda x, u=u: x.user == u  # noqa: E731
         elif base == b"addr":
-            a = _text(val)
+            a = _text(_cstr(val))
             pred = lambda x, a=a: x.addr == a  # noqa: E731
         elif base == b"laddr":
-            a = _text(val)
+            a = _text(_cstr(val))
             pred = lambda x, a=a: x.laddr == a  # noqa: E731
         elif base == b"ip":
-            a = _text(val)
+            a = _text(_cstr(val))
             pred = lambda x, a=a: _ip(x.addr) == a  # noqa: E731
         elif base == b"name":
-            pred = lambda x, v=val: bool(x.name) and x.name == v  # noqa: E731
+            v = _cstr(val)
+            pred = lambda x, v=v: bool(x.name) and x.name == v  # noqa: E731
         elif base == b"lib-name":
             pred = lambda x, v=val: bool(x.lib_name) and x.lib_name == v  # noqa: E731
         elif base == b"lib-ver":
@@ -381,23 +451,28 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             f = _chars(val, _CAPA_CHARS, b"capa", b"NOT-CAPA" if neg else b"provided")
             pred = lambda x, f=f: not f  # noqa: E731 - no connection has claimed a capability
         elif base == b"db":
-            d = _db_index(c, val, opt.upper())
+            d = _db_index(c, val, b"NOT-DB" if neg else b"DB")
             pred = lambda x, d=d: x.db.id == d  # noqa: E731
         elif not neg and base == b"skipme":
-            low = val.lower()
+            low = _cstr(val).lower()
             if low not in (b"yes", b"no"):
                 raise syntax()
             skipme = low == b"yes"
             continue
         elif not neg and base == b"maxage":
             age = _positive(val, b"maxage")
-            pred = lambda x, age=age: time.monotonic() - x.created >= age  # noqa: E731
+            pred = lambda x, age=age: int(time.time()) - x.ctime >= age  # noqa: E731
         elif not neg and base == b"idle":
             idle = _positive(val, b"idle")
-            pred = lambda x, idle=idle: time.monotonic() - x.last_interaction >= idle  # noqa: E731
+            pred = lambda x, idle=idle: int(time.time()) - int(x.last_interaction) >= idle  # noqa: E731
         else:
             raise syntax()
-        preds.append(_negate(neg, pred))
+        fields[opt] = _negate(neg, pred)
+    preds = list(fields.values())
+    if ids is not None:
+        preds.append(lambda x, ids=ids: x.id in ids)
+    if not_ids is not None:
+        preds.append(lambda x, ids=not_ids: x.id not in ids)
     return preds, skipme
 
 
@@ -411,8 +486,12 @@ def _matching(c: Client, preds: list[Pred], skipme: bool) -> list[Client]:
 
 
 def client_list(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) == 3:
+        # Valkey reads filters only from four arguments on: one alone (even
+        # ID, which may take no value) is a syntax error.
+        raise syntax()
     preds, skipme = _parse_filters(c, argv, 2, skipme=False)
-    now = time.monotonic()
+    now = time.time()
     text = "".join(_line(x, c, argv, now) for x in _matching(c, preds, skipme))
     return c.r.verbatim(_encode(text))
 
@@ -422,20 +501,25 @@ def client_list(c: Client, argv: list[bytes]) -> bytes:
 
 def _kill(c: Client, victim: Client) -> None:
     """Close a connection. The caller itself gets its reply first and is
-    closed after it, as Valkey does."""
+    closed after it, as Valkey does. Another victim is gone at once, as
+    Valkey frees it in the command: a later CLIENT LIST or KILL in the same
+    pipeline no longer sees it, and its unsent replies are dropped."""
     if victim is c:
         c.closing = True
         c.close_after_reply = True
         return
+    victim.closing = True
     conn = c.server.connections.get(victim.id)
     if conn is not None and conn.transport is not None:
-        conn.transport.close()
+        conn.transport.abort()
+    victim.unwatch()
+    c.server.client_disconnected(conn, victim)
 
 
 def client_kill(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) == 3:
         # The old form: one address, and an error when nobody has it.
-        addr = _text(argv[2])
+        addr = _text(_cstr(argv[2]))
         for x in list(c.server.clients.values()):
             if x.addr == addr:
                 _kill(c, x)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..client import Watch
 from ..dispatch import call
 from ..errors import CommandError
-from ..resp import OK, array
+from ..resp import OK, array_header
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -22,16 +23,14 @@ def multi(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR MULTI calls can not be nested")
     c.multi = []
     c.multi_error = False
+    c.mstate = True
     return OK
 
 
 def _watched_expired(c: Client) -> bool:
-    """A watched key whose TTL has run out counts as changed, as in Valkey."""
-    for db, key in c.watched:
-        t = db.expires.get(key)
-        if t is not None and t < db.clock.ms():
-            return True
-    return False
+    """A watched key whose TTL has run out since WATCH counts as changed, as
+    in Valkey (isWatchedKeyExpired); one already expired when watched does not."""
+    return any(not w.expired and w.db.key_is_expired(w.key) for w in c.watched.values())
 
 
 def exec(c: Client, argv: list[bytes]) -> bytes:
@@ -46,12 +45,22 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
     queued = c.multi
     c.multi = None
     c.unwatch()
+    header = array_header(len(queued))
+    replies = [header]
     c.in_exec = True
+    c.exec_argv, c.exec_queue, c.exec_out = argv, queued, replies
     try:
-        replies = [call(c, cmd, args) for cmd, args in queued]
+        for cmd, args in queued:
+            # A client that kills itself (CLIENT KILL) still runs the rest of
+            # the transaction, but Valkey sends nothing after that reply.
+            closing = c.closing
+            reply = call(c, cmd, args)
+            if not closing:
+                replies.append(reply)
     finally:
         c.in_exec = False
-    return array(replies)
+        c.exec_argv, c.exec_queue, c.exec_out = None, [], []
+    return b"".join(replies)
 
 
 def discard(c: Client, argv: list[bytes]) -> bytes:
@@ -64,12 +73,18 @@ def discard(c: Client, argv: list[bytes]) -> bytes:
 def watch(c: Client, argv: list[bytes]) -> bytes:
     if c.multi is not None:
         raise CommandError(b"ERR WATCH inside MULTI is not allowed")
+    c.mstate = True
+    if c.watch_dirty:
+        return OK  # already doomed: Valkey watches nothing more
     db = c.db
+    c.watch_dbs.add(db.id)
+    watched = c.watched
     for key in argv[1:]:
-        if (db, key) in c.watched:
+        if (db, key) in watched:
             continue
-        c.watched.append((db, key))
-        db.watchers.setdefault(key, set()).add(c)
+        w = Watch(db, key, db.key_is_expired(key))
+        watched[(db, key)] = w
+        db.watchers.setdefault(key, {})[c] = w
     return OK
 
 
