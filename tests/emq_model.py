@@ -16,6 +16,10 @@ Every verb is written in three steps, as §2 orders them: key types (step 4),
 arguments (step 5), row conditions (step 6) -- each raising ``Refused`` --
 and only then the writes, listed in the spec's order. A refused call
 therefore writes nothing by construction.
+
+Beside the model: ``Queue`` names a queue's keys and builds its requests,
+``resp2`` gives a reply's exact bytes, and ``server_keyspace`` reads a live
+server's keyspace in the same form as ``Model.dump``.
 """
 
 from __future__ import annotations

@@ -231,6 +231,14 @@ case("EMQ.PROMOTE-nothing-due-seq-bad", base("EMQ.PROMOTE"), NOT_AN_INTEGER, set
 case("EMQ.STALLED.CHECK-nothing-due-seq-bad", base("EMQ.STALLED.CHECK"), NOT_AN_INTEGER, set_seq(b"x"),
      zadd(Q.active, b"a", T0 + 1))
 
+# P..seq is a key type (step 4): checked before arguments and before the row
+case("EMQ.FAIL-seq-before-ghost", base("EMQ.FAIL", a0=b"g"), NOT_AN_INTEGER, set_seq(b"x"))
+case("EMQ.REQUEUE-seq-type-before-ghost", base("EMQ.REQUEUE", a0=b"g"), WRONGTYPE, replace_with_hash(Q.seq))
+case("EMQ.REPROCESS-seq-type-before-empty-id", base("EMQ.REPROCESS", a0=b""), WRONGTYPE, replace_with_hash(Q.seq))
+case("EMQ.PROMOTE-seq-type-before-limit", base("EMQ.PROMOTE", a0=0), WRONGTYPE, replace_with_hash(Q.seq))
+case("EMQ.STALLED.CHECK-seq-type-before-args", base("EMQ.STALLED.CHECK", a0=-1), WRONGTYPE,
+     replace_with_hash(Q.seq))
+
 # a row counter that holds no integer: HINCRBY's texts (decision 9)
 for bad in (b"x", b"1.0", b"01", b"", b"-0"):
     case(f"EMQ.CLAIM-attempts-{bad!r}", base("EMQ.CLAIM"), HASH_NOT_AN_INTEGER, hset(b"p", b"attempts", bad))
