@@ -89,6 +89,15 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
+        if self.client is not None:
+            # Served raw while a busy script held the loop (scripting/busy.py),
+            # now announced by the event loop: only the transport changes.
+            closed = getattr(self.transport, "closed", False)
+            self.transport = transport
+            self.client.transport = transport
+            if closed or self.client.closing:
+                transport.close()
+            return
         self.transport = transport
         server = self.server
         peer = transport.get_extra_info("peername")

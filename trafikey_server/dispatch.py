@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from .client import Client
     from .registry import Command
 
+BUSY_EVAL = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+
 # Commands that run at once even inside MULTI.
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
@@ -95,6 +98,12 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             flag_transaction(c)
         server.count_error(e.msg)
         return e.reply()
+    if server.busy_run is not None and not cmd.allow_busy:
+        msg = BUSY_EVAL if server.busy_run.eval_mode else BUSY_FUNCTION
+        if c.multi is not None:
+            flag_transaction(c)
+        server.count_error(msg)
+        return b"-" + msg + b"\r\n"
     if server.slot_checks and not _slots_ok(c, cmd, argv):
         server.count_error(CROSSSLOT)
         if c.multi is not None:

@@ -19,6 +19,7 @@ from . import __version__
 from .clock import Clock
 from .config import Config
 from .db import Db
+from .listener import Listener
 from .log import Log
 from .registry import Table, default_table
 
@@ -52,10 +53,17 @@ class Server:
         self.total_error_replies = 0
         self.total_connections = 0
         self.expired_keys = 0
-        self.listeners: list[asyncio.AbstractServer] = []
+        self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
         self.ports: list[int] = []
+        from .scripting.busy import Busy
+        from .scripting.engine import Engine
+
+        self.scripting = Engine(self)
+        self.busy = Busy(self)
+        # The script running past busy-reply-threshold, while others are told BUSY.
+        self.busy_run: Any = None
 
     # -- clients -------------------------------------------------------------
 
@@ -96,8 +104,6 @@ class Server:
     # -- lifecycle ------------------------------------------------------------
 
     async def start(self) -> None:
-        from .connection import Connection
-
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
         self.write_brand()
@@ -107,15 +113,12 @@ class Server:
             host = host.lstrip("-")
             if host == "*":
                 host = "0.0.0.0"
-            srv = await self.loop.create_server(
-                lambda: Connection(self), host, port,
-                reuse_address=True, backlog=self.config.tcp_backlog,
-            )
-            self.listeners.append(srv)
-            for sock in srv.sockets:
-                self.ports.append(sock.getsockname()[1])
-                if port == 0:
-                    port = sock.getsockname()[1]
+            lst = Listener(self, host, port, self.config.tcp_backlog)
+            lst.start(self.loop)
+            self.listeners.append(lst)
+            self.ports.append(lst.port)
+            if port == 0:
+                port = lst.port
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
         self.log.notice(
             f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
@@ -159,13 +162,12 @@ class Server:
         await self.close()
 
     async def close(self) -> None:
-        for srv in self.listeners:
-            srv.close()
+        for lst in self.listeners:
+            lst.close()
         for conn in list(self.connections.values()):
             if conn.transport is not None:
                 conn.transport.close()
-        for srv in self.listeners:
-            await srv.wait_closed()
+        await asyncio.sleep(0)
         self.log.notice("Valkey-compatible server is now ready to exit, bye bye...")
 
 
