@@ -30,10 +30,14 @@ def render(table: Table) -> str:
             group = f"module {cmd.docs['module']}"
         name = cmd.name.upper()
         if cmd.subcommands:
-            subs = [s.name.split("|", 1)[1].upper() for s in cmd.subcommands.values() if s.implemented]
+            served = [s for s in cmd.subcommands.values() if s.implemented]
+            # Subcommands that only refuse as a standalone Valkey does are not listed one by one.
+            subs = [s.name.split("|", 1)[1].upper() for s in served
+                    if not s.row.get("handler", "").endswith(".disabled")]
             if not subs:
                 continue
-            name = f"{name} ({', '.join(subs)})"
+            rest = "; the others answer as a standalone Valkey" if len(subs) < len(served) else ""
+            name = f"{name} ({', '.join(subs)}{rest})"
         groups.setdefault(group, []).append(name)
     lines = ["| family | commands |", "|---|---|"]
     for group, names in groups.items():

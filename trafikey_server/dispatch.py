@@ -101,6 +101,12 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
     if server.busy_run is not None and not cmd.allow_busy:
         msg = BUSY_EVAL if server.busy_run.eval_mode else BUSY_FUNCTION
         if c.multi is not None:
+            if cmd.bname == b"exec":
+                # rejectCommand on EXEC: execCommandAbort ends the transaction.
+                c.discard_multi()
+                msg = b"EXECABORT Transaction discarded because of: " + msg
+                server.count_error(msg)
+                return b"-" + msg + b"\r\n"
             flag_transaction(c)
         server.count_error(msg)
         return b"-" + msg + b"\r\n"

@@ -27,6 +27,12 @@ _TOO_MANY_KEYS = b"ERR Number of keys can't be greater than number of args"
 _NEGATIVE_KEYS = b"ERR Number of keys can't be negative"
 
 
+def _c_text(arg: bytes) -> bytes:
+    """An argument in an error made by addReplyErrorFormat: up to a NUL, CR
+    and LF as blanks."""
+    return arg.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
+
+
 def _numkeys(argv: list[bytes], bad: bytes | None = None) -> int:
     n = to_int(argv[2])
     if n is None:
@@ -60,8 +66,7 @@ def _eval(c: Client, argv: list[bytes], ro: bool) -> bytes:
 def _evalsha(c: Client, argv: list[bytes], ro: bool) -> bytes:
     sha = argv[1]
     if len(sha) != 40:
-        nkeys = _numkeys(argv)
-        raise CommandError(NOSCRIPT)
+        raise CommandError(NOSCRIPT)  # before the key count, as Valkey checks
     nkeys = _numkeys(argv)
     script = c.server.scripting.scripts.get(sha.lower())
     if script is None:
@@ -187,7 +192,7 @@ def function_load(c: Client, argv: list[bytes]) -> bytes:
         if arg.lower() == b"replace":
             replace = True
             continue
-        raise CommandError(b"ERR Unknown option given: " + arg)
+        raise CommandError(b"ERR Unknown option given: " + _c_text(arg))
     if i >= len(argv):
         raise CommandError(b"ERR Function code is missing")
     try:
@@ -204,6 +209,10 @@ def function_delete(c: Client, argv: list[bytes]) -> bytes:
 
 
 def function_flush(c: Client, argv: list[bytes]) -> bytes:
+    if len(argv) > 3:
+        raise CommandError(
+            b"ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP." % (
+                argv[1][:128].replace(b"\r", b" ").replace(b"\n", b" "), argv[0].upper()))
     _flush_mode(argv, b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     c.server.scripting.libraries.flush()
     return OK
@@ -228,7 +237,7 @@ def function_list(c: Client, argv: list[bytes]) -> bytes:
             i += 1
             pattern = argv[i]
         else:
-            raise CommandError(b"ERR Unknown argument " + arg)
+            raise CommandError(b"ERR Unknown argument " + arg.split(b"\0", 1)[0])
         i += 1
     r = c.r
     libs = list(c.server.scripting.libraries.libraries.values())
@@ -241,7 +250,7 @@ def function_list(c: Client, argv: list[bytes]) -> bytes:
         out.append(bulk(b"functions") + array_header(len(lib.functions)))
         for f in lib.functions.values():
             out.append(r.map_header(3) + bulk(b"name") + bulk(f.name) + bulk(b"description"))
-            out.append(r.null if f.description is None else bulk(f.description))
+            out.append(r.null if f.description is None else bulk(f.description.split(b"\0", 1)[0]))
             names = [n for n in FLAG_ORDER if f.flags & FLAG_NAMES[n]]
             out.append(bulk(b"flags") + r.set_header(len(names)) + b"".join(status(n) for n in names))
         if with_code:
@@ -319,7 +328,7 @@ def function_help(c: Client, argv: list[bytes]) -> bytes:
 
 def _fcall(c: Client, argv: list[bytes], ro: bool) -> bytes:
     engine = c.server.scripting
-    f = engine.libraries.functions.get(argv[1])
+    f = engine.libraries.find(argv[1])
     if f is None:
         raise CommandError(b"ERR Function not found")
     nkeys = _numkeys(argv, b"ERR Bad number of keys provided")

@@ -181,7 +181,7 @@ class Busy:
             if direct.closing:
                 real.close()
         if server.stopping is not None and server.stopping.is_set():
-            run.killed = True  # SHUTDOWN NOSAVE: the script ends so the server can
+            run.killed = run.shutdown = True  # SHUTDOWN NOSAVE: the script ends so the server can
 
     def _accept(self, lst: Any, factory: Any) -> None:
         sock = lst.accept_one()

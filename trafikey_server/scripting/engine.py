@@ -13,12 +13,17 @@ makes for commands called from scripts (unknown command, arity, commands
 not allowed in scripts, writes from read-only scripts, cluster slots).
 The reply the handler encodes is decoded back into Lua values here
 (``decode``), so a script sees exactly what a client would have seen.
+
+While a script runs the server's clock stands still (TIME and key expiry
+see the moment it started), and its reply is counted in the error and
+command statistics as Valkey counts it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import struct
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -28,14 +33,11 @@ from lupa import lua51
 
 from ..client import Client
 from ..dispatch import call
+from ..errors import CommandError
 from ..floats import format_double
 from ..keyspecs import request_keys
 from ..slots import keyslot
-
-try:
-    from . import lualib
-except ImportError:  # pragma: no cover - while the libraries are being written
-    lualib = None  # type: ignore[assignment]
+from . import lualib
 
 if TYPE_CHECKING:
     from ..registry import Command
@@ -61,10 +63,28 @@ EVAL_CACHE = 500  # scripts created by EVAL that are kept (SCRIPT LOAD ones alwa
 _LL_MAX = 2**63
 
 
+class ApiFunction:
+    """A server API function as Lua sees it: a C function (a Python
+    callable), printed as Lua prints a function."""
+
+    __slots__ = ("fn", "text")
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.text = "function: 0x%012x" % (id(self) & 0xFFFFFFFFFFFF)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class Raise(Exception):
     """Raised by a server API function to raise a Lua error: an error
-    table ({err = msg}) like Valkey's luaPushError, or, for the errors of
-    library functions (``table=False``), a message."""
+    table ({err = msg}) like Valkey's luaPushError, or, for the errors
+    Lua's own libraries raise (``table=False``), a message, positioned
+    already as luaL_error/luaL_argerror place it."""
 
     def __init__(self, msg: bytes, table: bool = True, from_command: bool = False) -> None:
         super().__init__(msg)
@@ -96,7 +116,7 @@ class Run:
     """What is known about the script that is running right now."""
 
     __slots__ = ("caller", "argv", "name", "eval_mode", "read_only", "allow_cross_slot", "dirty", "killed", "start",
-                 "timed_out", "slot")
+                 "timed_out", "slot", "shutdown")
 
     def __init__(self, caller: Client, argv: list[bytes], name: bytes, eval_mode: bool, read_only: bool,
                  cross_slot: bool) -> None:
@@ -108,6 +128,7 @@ class Run:
         self.allow_cross_slot = cross_slot
         self.dirty = False
         self.killed = False
+        self.shutdown = False  # ended by SHUTDOWN NOSAVE: the server exits without answering the caller
         self.timed_out = False
         self.start = time.monotonic()
         self.slot = -1
@@ -117,29 +138,99 @@ def sha1hex(data: bytes) -> bytes:
     return hashlib.sha1(data).hexdigest().encode()
 
 
+_SPACE = b" \t\n\v\f\r"
+_HEX = b"0123456789abcdefABCDEF"
+_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
+
+
+def split_args(line: bytes) -> list[bytes] | None:
+    """Valkey 9's sdssplitargs: words split by blanks, with "double" (C
+    escapes, \\xHH) and 'single' quoted parts, a closing quote resuming
+    the same word (as a shell does); None for an unterminated quote."""
+    n = len(line)
+    p = 0
+    out: list[bytes] = []
+    while True:
+        while p < n and line[p] in _SPACE:
+            p += 1
+        if p >= n:
+            return out
+        cur = bytearray()
+        inq = insq = False
+        while p < n:
+            c = line[p]
+            if inq:
+                if c == 92 and p + 3 < n and line[p + 1] == 120 and line[p + 2] in _HEX and line[p + 3] in _HEX:
+                    cur.append(int(line[p + 2 : p + 4], 16))
+                    p += 4
+                    continue
+                if c == 92 and p + 1 < n:
+                    cur += _ESCAPES.get(line[p + 1], line[p + 1 : p + 2])
+                    p += 2
+                    continue
+                if c == 34:
+                    inq = False
+                else:
+                    cur.append(c)
+            elif insq:
+                if c == 92 and p + 1 < n and line[p + 1] == 39:
+                    cur.append(39)
+                    p += 2
+                    continue
+                if c == 39:
+                    insq = False
+                else:
+                    cur.append(c)
+            elif c in b" \n\r\t\0":
+                break
+            elif c == 34:
+                inq = True
+            elif c == 39:
+                insq = True
+            else:
+                cur.append(c)
+            p += 1
+        if inq or insq:
+            return None
+        out.append(bytes(cur))
+
+
+def first_line(body: bytes) -> int:
+    """Where the shebang line ends (its line feed), as strchr finds it in
+    the C string: -1 when a NUL or the end comes first."""
+    end = body.find(b"\n")
+    nul = body.find(b"\0")
+    if end < 0 or 0 <= nul < end:
+        return -1
+    return end
+
+
 def parse_shebang(body: bytes) -> tuple[int, int]:
-    """(flags, length of the shebang line) of an EVAL body, as Valkey's
-    evalExtractShebangFlags reads it; raises ScriptError with its texts."""
+    """(flags, length of the shebang line) of an EVAL body, as Valkey 9's
+    evalExtractShebangFlags reads it (options before the engine's name);
+    raises ScriptError with its texts."""
     if not body.startswith(b"#!"):
         return COMPAT, 0
-    end = body.find(b"\n")
+    end = first_line(body)
     if end < 0:
         raise ScriptError(b"ERR Invalid script shebang")
-    parts = body[:end].split()
+    parts = split_args(body[:end])
     if not parts:
         raise ScriptError(b"ERR Invalid engine in script shebang")
-    if parts[0] != b"#!lua":
-        raise ScriptError(b"ERR Could not find scripting engine '%s'" % parts[0][2:])
     flags = 0
     for part in parts[1:]:
         if not part.startswith(b"flags="):
-            raise ScriptError(b"ERR Unknown lua shebang option: " + part)
+            raise ScriptError(b"ERR Unknown lua shebang option: " + part.split(b"\0", 1)[0])
         value = part[6:]
         for name in value.split(b",") if value else []:
+            name = name.split(b"\0", 1)[0]  # compared as a C string
             bit = FLAG_NAMES.get(name)
             if bit is None:
                 raise ScriptError(b"ERR Unexpected flag in script shebang: " + name)
             flags |= bit
+    engine = parts[0][2:].split(b"\0", 1)[0]
+    if engine.lower() != b"lua":
+        raise ScriptError(b"ERR Could not find scripting engine '%s'" % engine)
     return flags, end
 
 
@@ -153,9 +244,7 @@ class Engine:
         self.lua = lua51.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
         )
-        install = getattr(lualib, "install", None)
-        if install is not None:
-            install(self.lua)
+        lualib.install(self.lua)
         self.client = Client(server, 0)
         self.client.in_script = True
         self.run: Run | None = None
@@ -170,18 +259,30 @@ class Engine:
         table_from = self.lua.table_from
         self.table_from = table_from
         self.state = table_from({b"resp": 2})
-        py = table_from({
-            b"call": self._api_call, b"pcall": self._api_pcall, b"sha1hex": _api_sha1hex, b"log": self._api_log,
-            b"setresp": self._api_setresp, b"set_repl": self._api_set_repl, b"acl_check_cmd": self._api_acl_check,
-            b"random": self._api_random, b"randomseed": self._api_randomseed, b"unwrap": self._unwrap,
-            b"double": self._double, b"hook": self._hook, b"killed_message": self._killed_message,
-            b"state": self.state,
-        })
-        (self._run, self._compile, self._load_library, self._bind, _protect,
-         self._error_table) = self.lua.execute(PRELUDE.read_bytes(), py, versions)
         from .library import Libraries
 
         self.libraries = Libraries(self)
+        api = {
+            b"call": self._api_call, b"pcall": self._api_pcall, b"sha1hex": _api_sha1hex, b"log": self._api_log,
+            b"setresp": self._api_setresp, b"set_repl": self._api_set_repl, b"acl_check_cmd": self._api_acl_check,
+            b"random": self._api_random, b"randomseed": self._api_randomseed,
+            b"register_function": self.libraries.register,
+        }
+        py = table_from({
+            **{k: ApiFunction(f) for k, f in api.items()},
+            b"unwrap": self._unwrap, b"double": self._double, b"hook": self._hook,
+            b"killed_message": self._killed_message, b"state": self.state,
+            b"untail": lualib.untail_library_calls,
+        })
+        internal = table_from([n.encode() for n in sorted(lualib.LIBRARY_SOURCES)])
+        fns = self.lua.execute(PRELUDE.read_bytes(), py, versions, internal, name="=prelude")
+        self._run = fns[b"run"]
+        self._compile = fns[b"compile"]
+        self._load_library = fns[b"load_library"]
+        self._argmsg = fns[b"argmsg"]
+        self._errmsg = fns[b"errmsg"]
+        global _ARRAY
+        _ARRAY = fns[b"array"]
 
     # -- the server API, as C functions to Lua --------------------------------------------------
 
@@ -207,7 +308,7 @@ class Engine:
             return v
         if kind == 1:
             return self.table_from({b"ok": v})
-        raise Raise(v, from_command=kind == 2)
+        raise Raise(_error_text(v), from_command=kind == 2)
 
     def _api_pcall(self, *args: Any) -> Any:
         """server.pcall: as server.call, but an error reply is returned as a table."""
@@ -217,49 +318,52 @@ class Engine:
         if kind == 1:
             return self.table_from({b"ok": v})
         if kind == 2:
-            return self.table_from({b"err": v, b"ignore_error_stats_update": True})
-        return self.table_from({b"err": v})
+            return self.table_from({b"err": _error_text(v), b"ignore_error_stats_update": True})
+        return self.table_from({b"err": _error_text(v)})
 
     def _command(self, args: tuple[Any, ...]) -> tuple[int, Any]:
         """Run a script's command: (0, Lua value), (1, status), (2, error
-        reply) or (3, refusal before the command ran)."""
+        reply, or a refusal of the command, both counted in the error
+        statistics already) or (3, a refusal of the arguments, not counted)."""
         run = self.run
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
-        if not args:
-            return 3, b"ERR Please specify at least one argument for this call"
-        argv: list[bytes] = []
-        for a in args:
-            t = type(a)
-            if t is bytes:
-                argv.append(a)
-            elif t is int:
-                argv.append(b"%d" % a)
-            elif t is float:
-                if a == a and -_LL_MAX <= a < _LL_MAX and a == int(a):
-                    argv.append(b"%d" % int(a))
-                else:
-                    argv.append(format_double(a))
-            else:
-                return 3, b"ERR Command arguments must be strings or integers"
-        cmd = self._lookup(argv)
+        argv = _argv(args)
+        if type(argv) is bytes:
+            return 3, argv
+        try:
+            cmd = self._lookup(argv)
+        except CommandError as e:
+            return self._refuse(None, e.msg)
         if cmd is None:
-            return 3, b"ERR Unknown command called from script"
+            return self._refuse(None, b"ERR Unknown command called from script")
         if not cmd.arity_ok(len(argv)):
-            return 3, b"ERR Wrong number of args calling command from script"
+            return self._refuse(cmd, b"ERR Wrong number of args calling command from script")
         if cmd.noscript:
-            return 3, b"ERR This Valkey command is not allowed from script"
+            return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
         if cmd.write:
             if run.read_only:
-                return 3, b"ERR Write commands are not allowed from read-only scripts."
+                return self._refuse(cmd, b"ERR Write commands are not allowed from read-only scripts.")
             run.dirty = True
         if self.server.slot_checks and cmd.key_specs:
             err = self._slot_error(run, cmd, argv)
             if err is not None:
-                return 3, err
+                return self._refuse(cmd, err)
         return decode(call(self.client, cmd, argv), self.table_from)
 
-    def _lookup(self, argv: list[bytes]) -> Command | None:
+    def _refuse(self, cmd: Command | None, msg: bytes) -> tuple[int, bytes]:
+        """A command refused before it ran, counted as Valkey's scriptCall
+        counts it (an error reply, and a rejected call of the command)."""
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        self.server.count_error(msg)
+        return 2, msg
+
+    def _lookup(self, argv: list[bytes], strict: bool = False) -> Command | None:
+        """The command argv names, or None for an unknown command. An
+        unknown subcommand of a known container is refused as a client
+        would be refused (CommandError), as Valkey 9 does for scripts;
+        ``strict`` (acl_check_cmd) makes it an unknown command instead."""
         table = self.server.table
         cmd = table.commands.get(argv[0])
         if cmd is None:
@@ -267,8 +371,11 @@ class Engine:
             if cmd is None:
                 return None
         if cmd.subcommands and len(argv) >= 2:
-            # An unknown subcommand is an unknown command, as Valkey's lookupCommand has it.
-            return cmd.subcommands.get(argv[1].lower())
+            sub = cmd.subcommands.get(argv[1].lower())
+            if sub is None and not strict:
+                sub_name = argv[1].split(b"\0", 1)[0][:128].replace(b"\r", b" ").replace(b"\n", b" ")
+                raise CommandError(b"ERR unknown subcommand '%s'. Try %s HELP." % (sub_name, cmd.bname.upper()))
+            return sub
         return cmd
 
     def _slot_error(self, run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
@@ -320,12 +427,25 @@ class Engine:
             raise Raise(b"ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
 
     def _api_acl_check(self, *args: Any) -> bool:
-        if not args:
-            raise Raise(b"ERR Please specify at least one argument for this call")
-        argv = [a if isinstance(a, bytes) else _lua_text(a) or b"" for a in args]
-        if self._lookup(argv) is None:
+        argv = _argv(args)
+        if type(argv) is bytes:
+            raise Raise(argv)
+        if self._lookup(argv, strict=True) is None:
             raise Raise(b"ERR Invalid command passed to server.acl_check_cmd()")
         return True
+
+    def _argerror(self, narg: int, extramsg: bytes) -> Raise:
+        """luaL_argerror from an API function: the text names the function
+        as its caller called it and carries the caller's position."""
+        return Raise(self._argmsg(narg, extramsg), table=False)
+
+    def _check_int(self, args: tuple[Any, ...], i: int) -> int:
+        """luaL_checkint: the i-th argument as a C int, or Lua's 'bad argument' error."""
+        v = _lua_number(args[i - 1]) if i <= len(args) else None
+        if v is None:
+            got = b"no value" if i > len(args) else _lua_type_name(args[i - 1]).encode()
+            raise self._argerror(i, b"number expected, got " + got)
+        return _c_int(v)
 
     def _api_random(self, *args: Any) -> float | int:
         """math.random on Valkey's generator (lrand48, scaled as its Lua patch does)."""
@@ -335,23 +455,23 @@ class Engine:
         if n == 0:
             return r
         if n == 1:
-            u = _check_int(args, 1, "random")
+            u = self._check_int(args, 1)
             if u < 1:
-                raise Raise(b"bad argument #1 to 'random' (interval is empty)", table=False)
+                raise self._argerror(1, b"interval is empty")
             return math.floor(r * u) + 1
         if n == 2:
-            lo = _check_int(args, 1, "random")
-            hi = _check_int(args, 2, "random")
+            lo = self._check_int(args, 1)
+            hi = self._check_int(args, 2)
             if lo > hi:
-                raise Raise(b"bad argument #2 to 'random' (interval is empty)", table=False)
-            return math.floor(r * (hi - lo + 1)) + lo
-        raise Raise(b"wrong number of arguments", table=False)
+                raise self._argerror(2, b"interval is empty")
+            return math.floor(r * _c_int(hi - lo + 1)) + lo  # u - l + 1 in C int arithmetic
+        raise Raise(self._errmsg(b"wrong number of arguments"), table=False)
 
     def _api_randomseed(self, *args: Any) -> None:
-        self._rand = _lrand48_seed(_check_int(args, 1, "randomseed"))
+        self._rand = _lrand48_seed(self._check_int(args, 1))
 
     def _double(self, d: float, resp: int) -> bytes:
-        s = format_double(d)
+        s = format_double(float(d))  # lupa hands integral numbers over as int
         if resp == 2:
             return b"$%d\r\n%s\r\n" % (len(s), s)
         return b"," + s + b"\r\n"
@@ -394,9 +514,11 @@ class Engine:
             return script
         flags, skip = parse_shebang(body)
         # The shebang line is skipped but its line feed kept, so line numbers stay the user's.
-        f, err = self._compile(body[skip:], b"@user_script")
+        f, err = self._compile(body[skip:])
         if f is None:
-            raise ScriptError(b"ERR Error compiling script (new function): " + _text(err))
+            # addReplyErrorFormat: CR and LF become blanks
+            text = _text(err).replace(b"\r", b" ").replace(b"\n", b" ")
+            raise ScriptError(b"ERR Error compiling script (new function): " + text)
         script = Script(sha, body, flags, f, loaded)
         if not loaded:
             lru = self._eval_lru
@@ -433,15 +555,36 @@ class Engine:
         c.user = caller.user
         self.run = run
         threshold = self.server.config.values.get("busy-reply-threshold", 5000)
+        # Time stands still while a script runs: TIME and key expiry see the
+        # moment it started (Valkey's command time snapshot).
+        clock = self.server.clock
+        snapshot = None
+        if clock.frozen_ms is None:
+            clock.frozen_ms = snapshot = clock.ms()
         try:
-            reply, failed = self._run(function, name, not eval_mode, caller.resp, HOOK_EVERY if threshold > 0 else 0,
-                                      nkeys, *argv[3:])
+            reply, errors, failed = self._run(function, name, not eval_mode, caller.resp,
+                                              HOOK_EVERY if threshold > 0 else 0, nkeys, *argv[3:])
         finally:
+            if snapshot is not None and clock.frozen_ms == snapshot:
+                clock.frozen_ms = None
             self.run = None
             if run.timed_out:
                 self.server.busy.done(run)
+        if run.shutdown:
+            return b""
         if failed:
-            self.server.count_error(reply[1:].split(b" ", 1)[0].split(b"\r", 1)[0] + b" ")
+            # A reply holding an error reply: the call failed, as Valkey's commandstats count it.
+            cmd = self.server.table.lookup(argv[0])
+            if cmd is not None:
+                cmd.failed_calls += 1
+        if errors is not None:
+            # The error replies the script's reply holds, as afterErrorReply
+            # counts them: the code is the first word, if a blank ends it
+            # within 32 bytes of the "-"; else ERR.
+            for i in range(1, len(errors) + 1):
+                line = errors[i]
+                space = line.find(b" ", 0, 32)
+                self.server.count_error((line[1:space] if space > 0 else b"ERR") + b" ")
         return reply
 
 
@@ -477,14 +620,47 @@ def _api_sha1hex(*args: Any) -> bytes:
     return sha1hex(_lua_text(args[0]) or b"")
 
 
-def _check_int(args: tuple[Any, ...], i: int, fname: str) -> int:
-    """luaL_checkint: the i-th argument as a C int, or Lua's 'bad argument' error."""
-    v = _lua_number(args[i - 1]) if i <= len(args) else None
-    if v is None:
-        got = "no value" if i > len(args) else _lua_type_name(args[i - 1])
-        raise Raise(b"bad argument #%d to '%s' (number expected, got %s)" % (i, fname.encode(), got.encode()),
-                    table=False)
-    return int(v)
+def _c_int(v: float) -> int:
+    """(int)(ptrdiff_t)v, as luaL_checkint converts on x86-64: truncation,
+    then the low 32 bits; what C leaves undefined is what the CPU gives."""
+    if v != v or v in (math.inf, -math.inf) or not -_LL_MAX <= v < _LL_MAX:
+        n = -_LL_MAX
+    else:
+        n = int(v)
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+_BITS = struct.Struct("<Q")
+_DOUBLE = struct.Struct("<d")
+_LL_HALF = float((_LL_MAX - 1) // 2)  # (double)(LLONG_MAX / 2): the bound of double2ll
+
+
+def _number_arg(d: float) -> bytes:
+    """A Lua number as a command argument, as luaArgsToServerArgv writes it:
+    the integer when double2ll takes it, else fpconv_dtoa (whose NaN keeps
+    its sign: 0/0 is -nan on x86)."""
+    if d != d:
+        return b"-nan" if _BITS.unpack(_DOUBLE.pack(d))[0] >> 63 else b"nan"
+    if -_LL_HALF <= d <= _LL_HALF and d == int(d):
+        return b"%d" % int(d)
+    return format_double(d)
+
+
+def _argv(args: tuple[Any, ...]) -> list[bytes] | bytes:
+    """A script's command arguments as strings, or the refusal's text."""
+    if not args:
+        return b"ERR Please specify at least one argument for this call"
+    argv: list[bytes] = []
+    for a in args:
+        t = type(a)
+        if t is bytes:
+            argv.append(a)
+        elif t is int or t is float:
+            argv.append(_number_arg(float(a)))
+        else:
+            return b"ERR Command arguments must be strings or integers"
+    return argv
 
 
 def _lua_type_name(v: Any) -> str:
@@ -496,6 +672,8 @@ def _lua_type_name(v: Any) -> str:
         return "number"
     if isinstance(v, bytes):
         return "string"
+    if isinstance(v, ApiFunction):
+        return "function"
     return str(lua51.lua_type(v) or "userdata")
 
 
@@ -506,6 +684,8 @@ def _text(err: Any) -> bytes:
 
 
 # -- RESP to Lua ------------------------------------------------------------------------------
+
+_ARRAY: Any = None  # prelude's array(...): {...} of exactly its arguments
 
 
 def decode(reply: bytes, table_from: Any) -> tuple[int, Any]:
@@ -522,9 +702,20 @@ def decode(reply: bytes, table_from: Any) -> tuple[int, Any]:
     if t == 43:  # +
         return 1, reply[1:-2]
     if t == 45:  # -
-        return 2, reply[1:-2]
+        return 2, reply[1:-2]  # made into an error table by the caller (_error_text)
     value, _ = _parse(reply, 0, table_from)
     return 0, value
+
+
+def _error_text(msg: bytes) -> bytes:
+    """An error reply's text in a Lua error table, as luaPushErrorBuff
+    makes it: read as a C string (up to a NUL), an error code before the
+    first blank (else ERR)."""
+    msg = msg.split(b"\0", 1)[0]
+    code, sp, rest = msg.partition(b" ")
+    if not sp:
+        return b"ERR " + msg
+    return code + b" " + rest.strip(b"\r\n")
 
 
 def _line(buf: bytes, pos: int) -> tuple[bytes, int]:
@@ -546,15 +737,21 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
     if t == 43:  # +
         return table_from({b"ok": head}), nxt
     if t == 45:  # -
-        return table_from({b"err": head}), nxt
+        return table_from({b"err": _error_text(head)}), nxt
     if t == 42:  # *
         n = int(head)
         if n < 0:
             return False, nxt
         items = []
+        holes = False
         for _ in range(n):
             v, nxt = _parse(buf, nxt, table_from)
+            if v is None:
+                holes = True
             items.append(v)
+        if holes and _ARRAY is not None and n <= 7000:
+            # RESP3 nulls: an array part of exactly n slots, as lua_createtable(n, 0), so that # finds the same border
+            return _ARRAY(*items), nxt
         return table_from(items), nxt
     if t == 37:  # % map
         n = int(head)
