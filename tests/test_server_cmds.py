@@ -142,3 +142,36 @@ def test_config_set_all_or_nothing(pair) -> None:
 def test_config_help_and_resetstat(pair23) -> None:
     pair23.check("CONFIG", "HELP")
     pair23.check("CONFIG", "RESETSTAT")
+
+
+def test_config_get_patterns_list_aliases(pair) -> None:
+    """Patterns match alias names too (lua-time-limit, slaveof ...), but never hidden options."""
+    for pattern in ("lua*", "slave*", "*ziplist*", "*time-limit"):
+        v, t = pair.both("CONFIG", "GET", pattern)
+        assert _map_items(t) == _map_items(v) and _map_items(v), pattern
+    v, t = pair.both("CONFIG", "GET", "*")
+    ours = {k for k, _ in _map_items(t)}
+    theirs = {k for k, _ in _map_items(v)}
+    assert theirs <= ours
+    # The only names Valkey lacks are this server's own options.
+    assert ours - theirs == {b"emq-brand", b"enable-clock-command", b"cluster-slot-checks"}
+
+
+@pytest.mark.parametrize("mode", ["no", "yes", "local"])
+def test_protected_configs(mode: str) -> None:
+    procs = [start_valkey("--enable-protected-configs", mode), start_trafikey("--enable-protected-configs", mode)]
+    try:
+        v, t = (Wire(p.port) for p in procs)
+        for args in (("lua-enable-insecure-api", "no"), ("dbfilename", "x.rdb"), ("dir", "."), ("hz", "11")):
+            assert v.call("CONFIG", "SET", *args) == t.call("CONFIG", "SET", *args), args
+        assert v.call("CONFIG", "GET", "lua-enable-insecure-api") == t.call("CONFIG", "GET", "lua-enable-insecure-api")
+    finally:
+        for p in procs:
+            p.stop()
+
+
+@pytest.mark.parametrize("args", [
+    ("NOSUCH", "x\0y"), ("NO\0SUCH", "a"), ("CONFIG", "x\0y"), ("NOSUCH", "é" * 100, "ü" * 40), ("CONFIG", "é" * 100),
+])
+def test_unknown_command_texts_stop_at_nul_and_count_bytes(pair, args) -> None:  # type: ignore[no-untyped-def]
+    pair.check(*args)

@@ -699,6 +699,7 @@ def _options() -> list[Option]:
     B("enable-debug-assert", False, mutable=False, hidden=True),
     S("debug-context", "", hidden=True),
     B("aof-disable-auto-gc", False, hidden=True),
+    B("lua-enable-insecure-api", False, protected=True, hidden=True),
     # This server's own options (not Valkey's).
     S("emq-brand", "echomq:6.0.0", mutable=False),
     B("enable-clock-command", False, mutable=False),

@@ -30,21 +30,24 @@ _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"res
 NOAUTH = CommandError(b"NOAUTH Authentication required.")
 
 
-def _sanitize(s: str) -> str:
-    return s.replace("\r", " ").replace("\n", " ")
+def _sanitize(s: bytes) -> bytes:
+    return s.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def _cstr(b: bytes) -> bytes:
+    """An argument as Valkey's %s prints it: up to its first NUL byte."""
+    return b.split(b"\0", 1)[0]
 
 
 def unknown_command(argv: list[bytes]) -> CommandError:
-    args = ""
+    """Valkey's text: the name and the first 128 bytes of the arguments."""
+    args = b""
     for a in argv[1:]:
         if len(args) >= 128:
             break
-        args += "'%s' " % a.decode("utf-8", "surrogateescape")[: 128 - len(args)]
-    name = argv[0].decode("utf-8", "surrogateescape")[:128]
-    return CommandError(
-        _sanitize(f"ERR unknown command '{name}', with args beginning with: {args}")
-        .encode("utf-8", "surrogateescape")
-    )
+        args += b"'%s' " % _cstr(a)[: 128 - len(args)]
+    return CommandError(_sanitize(
+        b"ERR unknown command '%s', with args beginning with: %s" % (_cstr(argv[0])[:128], args)))
 
 
 def resolve(c: Client, argv: list[bytes]) -> Command:
@@ -61,12 +64,8 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
         sub = cmd.subcommands.get(argv[1].lower())
         if sub is None:
             c.last_cmd = b"NULL"
-            raise CommandError(
-                _sanitize(
-                    "ERR unknown subcommand '%s'. Try %s HELP."
-                    % (argv[1].decode("utf-8", "surrogateescape")[:128], cmd.name.upper())
-                ).encode("utf-8", "surrogateescape")
-            )
+            raise CommandError(_sanitize(
+                b"ERR unknown subcommand '%s'. Try %s HELP." % (_cstr(argv[1])[:128], cmd.bname.upper())))
         cmd = sub
     # CLIENT LIST's cmd= field: Valkey records the command before checking
     # its arity, and also for commands that only get queued by MULTI.

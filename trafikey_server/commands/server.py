@@ -263,7 +263,7 @@ def _config_pairs(c: Client, pattern: bytes) -> list[tuple[str, Option]]:
         return [] if opt is None else [(pattern.decode(errors="replace"), opt)]
     bpat = pat.encode()
     return [(name, opt) for name, opt in opts.items()
-            if name == opt.name and glob.match(bpat, name.encode())]
+            if not opt.hidden and glob.match(bpat, name.encode())]
 
 
 def config_get(c: Client, argv: list[bytes]) -> bytes:
@@ -293,6 +293,10 @@ def config_set(c: Client, argv: list[bytes]) -> bytes:
             raise CommandError(b"ERR Unknown option or number of arguments for CONFIG SET - '%s'" % argv[i])
         if not opt.mutable:
             raise _set_failed(argv[i], "can't set immutable config")
+        if opt.protected:
+            allowed = c.server.config.values.get("enable-protected-configs", "no")
+            if allowed == "no" or (allowed == "local" and not local_client(c)):
+                raise _set_failed(argv[i], "can't set protected config")
         if opt.name in names:
             raise _set_failed(argv[i], "duplicate parameter")
         names.add(opt.name)
