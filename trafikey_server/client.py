@@ -10,7 +10,7 @@ from __future__ import annotations
 from time import time
 from typing import TYPE_CHECKING, Any
 
-from .resp import RESP2, Encoder
+from .resp import ENCODERS, RESP2, Encoder
 
 if TYPE_CHECKING:
     from .db import Db
@@ -93,8 +93,6 @@ class Client:
         self.out: list[bytes] | None = None
 
     def set_protocol(self, proto: int) -> None:
-        from .resp import ENCODERS
-
         self.resp = proto
         self.r = ENCODERS[proto]
 

@@ -346,6 +346,10 @@ def _apply_loglevel(server: Any, value: str) -> None:
     server.log.level = LEVELS[value]
 
 
+def _apply_limits(server: Any, value: int) -> None:
+    server.refresh_limits()
+
+
 def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
@@ -530,8 +534,10 @@ def _options() -> list[Option]:
     B("crash-memcheck-enabled", True),
     B("dual-channel-replication-enabled", False),
     B("extended-redis-compatibility", False),
-    N("hash-max-listpack-entries", 512, 0, 9223372036854775807, aliases=("hash-max-ziplist-entries",)),
-    M("hash-max-listpack-value", 64, 0, 9223372036854775807, aliases=("hash-max-ziplist-value",)),
+    N("hash-max-listpack-entries", 512, 0, 9223372036854775807, aliases=("hash-max-ziplist-entries",),
+      apply=_apply_limits),
+    M("hash-max-listpack-value", 64, 0, 9223372036854775807, aliases=("hash-max-ziplist-value",),
+      apply=_apply_limits),
     B("hide-user-data-from-log", True),
     M("hll-sparse-max-bytes", 3000, 0, 9223372036854775807),
     N("hz", 10, 0, 2147483647),
@@ -632,8 +638,10 @@ def _options() -> list[Option]:
     N("tls-session-cache-timeout", 300, 0, 2147483647),
     B("tls-session-caching", True),
     N("tracking-table-max-keys", 1000000, 0, 9223372036854775807),
-    N("zset-max-listpack-entries", 128, 0, 9223372036854775807, aliases=("zset-max-ziplist-entries",)),
-    M("zset-max-listpack-value", 64, 0, 9223372036854775807, aliases=("zset-max-ziplist-value",)),
+    N("zset-max-listpack-entries", 128, 0, 9223372036854775807, aliases=("zset-max-ziplist-entries",),
+      apply=_apply_limits),
+    M("zset-max-listpack-value", 64, 0, 9223372036854775807, aliases=("zset-max-ziplist-value",),
+      apply=_apply_limits),
     # Options Valkey refuses to change while running.
     S("aclfile", "", mutable=False),
     B("always-show-logo", False, mutable=False),

@@ -240,6 +240,8 @@ def parse_double(b: bytes) -> float | None:
     digit-group underscores (refused by Valkey) and out-of-range literals,
     which it turns into inf or 0 where Valkey reports a range error.
     """
+    if b.isdigit() and len(b) < 16:  # the common case: a plain integral score
+        return float(int(b))
     if not b or b[0] in _SPACE or b[-1] in _SPACE:
         return None
     try:

@@ -17,6 +17,8 @@ LLONG_MIN = -(2**63)
 def to_int(b: bytes) -> int | None:
     """Valkey's string2ll: the integer, or None if Valkey would refuse it."""
     n = len(b)
+    if 0 < n < 19 and b.isdigit():  # the common case: a small non-negative number
+        return int(b) if b[0] != 48 or n == 1 else None
     if n == 0 or n > 20:
         return None
     c = b[0]

@@ -135,10 +135,15 @@ class Table:
         self.rows = list(rows)
         self.commands: dict[bytes, Command] = {}
         self.ordered: list[Command] = []
+        # Commands without subcommands under their name as in the table and
+        # in capitals, the two spellings clients send: dispatch's fast path.
+        self.fast: dict[bytes, Command] = {}
         for row in self.rows:
             cmd = Command(row)
             self.commands[cmd.bname] = cmd
             self.ordered.append(cmd)
+            if not cmd.subcommands:
+                self.fast[cmd.bname] = self.fast[cmd.bname.upper()] = cmd
         text = " ".join(self.tokens()).encode()
         self.version_reply = b"$%d\r\n%s\r\n" % (len(text), text)
 

@@ -40,6 +40,8 @@ class Server:
         self.run_id = secrets.token_hex(20)
         self.run_id_b = self.run_id.encode()
         self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
+        self.hash_limits = self.zset_limits = (0, 0)
+        self.refresh_limits()
         self.pid = os.getpid()
         self.version = __version__
         self.dbs = [Db(i, self.clock) for i in range(config.databases)]
@@ -64,6 +66,13 @@ class Server:
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None
+
+    def refresh_limits(self) -> None:
+        """The listpack thresholds the hash and sorted-set writes consult,
+        kept as attributes so a write reads them without a config lookup."""
+        v = self.config.values
+        self.hash_limits = (v.get("hash-max-listpack-entries", 512), v.get("hash-max-listpack-value", 64))
+        self.zset_limits = (v.get("zset-max-listpack-entries", 128), v.get("zset-max-listpack-value", 64))
 
     # -- clients -------------------------------------------------------------
 

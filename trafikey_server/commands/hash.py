@@ -38,12 +38,8 @@ _HALF = LLONG_MAX // 2
 
 
 def hash_limits(c: Client) -> tuple[int, int]:
-    """hash-max-listpack-entries / -value (Valkey 9's defaults if the config
-    table has no such option). Read from the values table: CONFIG SET may
-    change them at any time, and a missing attribute would cost an
-    exception per write."""
-    values = c.server.config.values
-    return values.get("hash-max-listpack-entries", 512), values.get("hash-max-listpack-value", 64)
+    """hash-max-listpack-entries / -value, as CONFIG SET last left them."""
+    return c.server.hash_limits
 
 
 def _for_write(c: Client, key: bytes) -> Hash:
@@ -57,13 +53,8 @@ def _for_write(c: Client, key: bytes) -> Hash:
 
 def _check_args(h: Hash, argv: list[bytes], start: int, entries: int, value: int) -> None:
     """hashTypeTryConversion, before a write of the pairs argv[start:]."""
-    if (len(argv) - start) // 2 > entries:
+    if (len(argv) - start) // 2 > entries or max(map(len, argv[start:])) > value:
         h.big = True
-        return
-    for i in range(start, len(argv)):
-        if len(argv[i]) > value:
-            h.big = True
-            return
 
 
 def _set_one(c: Client, h: Hash, field: bytes, val: bytes) -> None:
@@ -88,19 +79,30 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
     if n % 2:
         raise wrong_args(argv[0])
     key = argv[1]
-    h = _for_write(c, key)
+    db = c.db
+    h = db.get_hash(key)
+    if h is None:
+        h = Hash()
+        db.add(key, h)
     before = len(h)
     if h.big:
-        for i in range(2, n, 2):
-            h[argv[i]] = argv[i + 1]
+        if n == 4:
+            h[argv[2]] = argv[3]
+        else:
+            for i in range(2, n, 2):
+                h[argv[i]] = argv[i + 1]
     else:
-        entries, value = hash_limits(c)
+        entries, value = c.server.hash_limits
         _check_args(h, argv, 2, entries, value)
-        for i in range(2, n, 2):
-            h[argv[i]] = argv[i + 1]
+        if n == 4:
+            h[argv[2]] = argv[3]
+        else:
+            for i in range(2, n, 2):
+                h[argv[i]] = argv[i + 1]
         if len(h) > entries:
             h.big = True
-    c.db.touch(key)
+    if db.watchers:
+        db.touch(key)
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":
         return integer(len(h) - before)

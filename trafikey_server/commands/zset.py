@@ -40,12 +40,8 @@ _SPACE = b" \t\n\r\x0b\x0c"
 
 
 def zset_limits(c: Client) -> tuple[int, int]:
-    """zset-max-listpack-entries / -value (Valkey's defaults if the config
-    table has no such option). Read from the values table: CONFIG SET may
-    change them at any time, and a missing attribute would cost an
-    exception per write."""
-    values = c.server.config.values
-    return values.get("zset-max-listpack-entries", 128), values.get("zset-max-listpack-value", 64)
+    """zset-max-listpack-entries / -value, as CONFIG SET last left them."""
+    return c.server.zset_limits
 
 
 # -- argument parsing ---------------------------------------------------------------

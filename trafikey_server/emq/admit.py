@@ -43,7 +43,8 @@ def _free_id(db: Db, p: bytes, cur: int) -> int:
 
 def enqueue(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.ENQUEUE 2 pending P id payload -> id, or nil if the row exists."""
-    shape(argv, "emq.enqueue", 2, 2, 2)
+    if argv[1] != b"2" or len(argv) != 6:
+        shape(argv, "emq.enqueue", 2, 2, 2)
     db = c.db
     pending, p, job, payload = argv[2], argv[3], argv[4], argv[5]
     db.get_zset(pending)
@@ -74,7 +75,8 @@ def enqueue(c: Client, argv: list[bytes]) -> bytes:
 
 def schedule(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.SCHEDULE 2 schedule P id payload run_at_ms -> id, or nil if the row exists."""
-    shape(argv, "emq.schedule", 2, 3, 3)
+    if argv[1] != b"2" or len(argv) != 7:
+        shape(argv, "emq.schedule", 2, 3, 3)
     db = c.db
     sched, p, job, payload = argv[2], argv[3], argv[4], argv[5]
     db.get_zset(sched)

@@ -36,7 +36,8 @@ _ACTIVE = b"active"
 
 def claim(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.CLAIM 3 pending active P lease_ms -> [id, payload, attempts] or []."""
-    shape(argv, "emq.claim", 3, 1, 1)
+    if argv[1] != b"3" or len(argv) != 6:
+        shape(argv, "emq.claim", 3, 1, 1)
     db = c.db
     pending_key, active_key, p = argv[2], argv[3], argv[4]
     pending = db.get_zset(pending_key)

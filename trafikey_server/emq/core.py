@@ -18,11 +18,9 @@ verb can be logged or propagated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..commands.hash import hash_limits
 from ..commands.strings import FLOAT_INTS, forget_float_int
-from ..commands.zset import zset_limits
 from ..errors import CommandError, not_integer, wrong_args
 from ..parsing import LLONG_MAX, to_int
 from ..resp import array_header, bulk
@@ -102,7 +100,8 @@ def shape(argv: list[bytes], name: str, numkeys: int, least: int, most: int) -> 
 
     The table's arity (-2) has already guaranteed argv[1]. A canonical
     integer equal to ``numkeys`` is exactly the bytes of its decimal form,
-    so one comparison stands for parse-and-compare."""
+    so one comparison stands for parse-and-compare. Verbs of a fixed shape
+    test that shape inline and call this only to find which refusal applies."""
     if argv[1] != b"%d" % numkeys:
         raise CommandError(f"ERR numkeys for '{name}' must be {numkeys}")
     n = len(argv) - 2 - numkeys
@@ -208,128 +207,122 @@ def bulk_list(items: list[bytes]) -> bytes:
 
 # -- the plan --------------------------------------------------------------------------------
 
-# Operation codes; an operation is (code, key, a, b).
-ZADD, ZREM, HSET, HINCRBY, DEL, SEQ = range(6)
-
 
 class Plan:
     """The writes one verb has decided on, applied only when all checks passed.
 
-    Operations name keys, not objects: a key created by an earlier
-    operation of the same plan (a first ZADD to an absent set) is found by
-    the later ones. ``apply`` reads the data dict directly rather than
-    through ``Db.get``, because everything the plan relies on was read
-    live a moment ago and must not be expired half-way through."""
+    An operation is ``(apply_function, key, a, b)``. Operations name keys,
+    not objects: a key created by an earlier operation of the same plan (a
+    first ZADD to an absent set) is found by the later ones. The operations
+    read the data dict directly rather than through ``Db.get``, because
+    everything the plan relies on was read live a moment ago and must not
+    be expired half-way through."""
 
     __slots__ = ("ops",)
 
     def __init__(self) -> None:
-        self.ops: list[tuple[int, bytes, object, object]] = []
+        self.ops: list[tuple[Any, bytes, Any, Any]] = []
 
     def zadd(self, key: bytes, score: int, member: bytes) -> None:
-        self.ops.append((ZADD, key, score, member))
+        self.ops.append((_zadd, key, score, member))
 
     def zrem(self, key: bytes, member: bytes) -> None:
-        self.ops.append((ZREM, key, member, None))
+        self.ops.append((_zrem, key, member, None))
 
     def hset(self, key: bytes, *pairs: bytes) -> None:
-        self.ops.append((HSET, key, pairs, None))
+        self.ops.append((_hset, key, pairs, None))
 
     def hincrby(self, key: bytes, field: bytes, new: int) -> None:
         """HINCRBY field 1, recorded with the value it leaves."""
-        self.ops.append((HINCRBY, key, field, new))
+        self.ops.append((_hincrby, key, field, new))
 
     def delete(self, key: bytes) -> None:
-        self.ops.append((DEL, key, None, None))
+        self.ops.append((_delete, key, None, None))
 
     def seq(self, key: bytes, old: int, new: int) -> None:
         """INCRBY (new - old): the counter ends at new."""
-        self.ops.append((SEQ, key, old, new))
+        self.ops.append((_seq, key, old, new))
 
     def apply(self, c: Client) -> None:
         db = c.db
-        data = db.data
-        for op, key, a, b in self.ops:
-            if op == ZADD:
-                _zadd(c, db, data.get(key), key, a, b)  # type: ignore[arg-type]
-            elif op == ZREM:
-                zs = data.get(key)
-                if zs is not None and zs.remove(a):
-                    if zs.scores:
-                        db.touch(key)
-                    else:
-                        db.delete(key)
-            elif op == HSET:
-                _hset(c, db, data.get(key), key, a)  # type: ignore[arg-type]
-            elif op == HINCRBY:
-                _hset(c, db, data.get(key), key, (a, b"%d" % b))  # type: ignore[arg-type,str-format]
-            elif op == DEL:
-                db.delete(key)
-            else:  # SEQ
-                text = b"%d" % b  # type: ignore[str-format]
-                if key in data:
-                    db.set(key, text, keep_ttl=True)
-                else:
-                    db.add(key, text)
-                if FLOAT_INTS:
-                    forget_float_int(db, key)
+        for fn, key, a, b in self.ops:
+            fn(c, db, key, a, b)
 
     def commands(self) -> list[list[bytes]]:
         """The plan as the plain commands that make the same writes."""
-        out: list[list[bytes]] = []
-        for op, key, a, b in self.ops:
-            if op == ZADD:
-                out.append([b"ZADD", key, b"%d" % a, b])  # type: ignore[list-item,str-format]
-            elif op == ZREM:
-                out.append([b"ZREM", key, a])  # type: ignore[list-item]
-            elif op == HSET:
-                out.append([b"HSET", key, *a])  # type: ignore[misc]
-            elif op == HINCRBY:
-                out.append([b"HINCRBY", key, a, b"1"])  # type: ignore[list-item]
-            elif op == DEL:
-                out.append([b"DEL", key])
-            else:
-                out.append([b"INCRBY", key, b"%d" % (b - a)])  # type: ignore[operator]
-        return out
+        return [_COMMAND[fn](key, a, b) for fn, key, a, b in self.ops]
 
 
-def _zadd(c: Client, db: Db, zs: ZSet | None, key: bytes, score: int, member: bytes) -> None:
+def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
     """ZADD key score member, with ZADD's listpack-to-skiplist switch."""
+    zs = db.data.get(key)
     if zs is None:
-        entries, value = zset_limits(c)
+        entries, value = c.server.zset_limits
         zs = ZSet()
         zs.big = len(member) > value or entries < 1
         db.add(key, zs)
     elif not zs.big and member not in zs.scores:
-        entries, value = zset_limits(c)
+        entries, value = c.server.zset_limits
         if len(zs.scores) + 1 > entries or len(member) > value:
             zs.big = True
     zs.add(member, float(score))
-    db.touch(key)
+    if db.watchers:
+        db.touch(key)
 
 
-def _hset(c: Client, db: Db, h: Hash | None, key: bytes, pairs: tuple[bytes, ...]) -> None:
+def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
+    zs = db.data.get(key)
+    if zs is not None and zs.remove(member):
+        if not zs.scores:
+            db.delete(key)
+        elif db.watchers:
+            db.touch(key)
+
+
+def _hset(c: Client, db: Db, key: bytes, pairs: tuple[bytes, ...], _: None) -> None:
     """HSET key field value ..., with HSET's listpack-to-hashtable switch."""
+    h = db.data.get(key)
     if h is None:
         h = Hash()
         db.add(key, h)
-    if h.big:
-        for i in range(0, len(pairs), 2):
-            h[pairs[i]] = pairs[i + 1]
+    if not h.big:
+        entries, value = c.server.hash_limits
+        if len(pairs) // 2 > entries or max(map(len, pairs)) > value:
+            h.big = True
+    for i in range(0, len(pairs), 2):
+        h[pairs[i]] = pairs[i + 1]
+    if not h.big and len(h) > c.server.hash_limits[0]:
+        h.big = True
+    if db.watchers:
+        db.touch(key)
+
+
+def _hincrby(c: Client, db: Db, key: bytes, field: bytes, new: int) -> None:
+    _hset(c, db, key, (field, b"%d" % new), None)
+
+
+def _delete(c: Client, db: Db, key: bytes, _a: None, _b: None) -> None:
+    db.delete(key)
+
+
+def _seq(c: Client, db: Db, key: bytes, old: int, new: int) -> None:
+    text = b"%d" % new
+    if key in db.data:
+        db.set(key, text, keep_ttl=True)
     else:
-        entries, value = hash_limits(c)
-        if len(pairs) // 2 > entries:
-            h.big = True
-        else:
-            for p in pairs:
-                if len(p) > value:
-                    h.big = True
-                    break
-        for i in range(0, len(pairs), 2):
-            h[pairs[i]] = pairs[i + 1]
-        if len(h) > entries:
-            h.big = True
-    db.touch(key)
+        db.add(key, text)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+
+
+_COMMAND: dict[Any, Any] = {
+    _zadd: lambda key, score, member: [b"ZADD", key, b"%d" % score, member],
+    _zrem: lambda key, member, _: [b"ZREM", key, member],
+    _hset: lambda key, pairs, _: [b"HSET", key, *pairs],
+    _hincrby: lambda key, field, _: [b"HINCRBY", key, field, b"1"],
+    _delete: lambda key, _a, _b: [b"DEL", key],
+    _seq: lambda key, old, new: [b"INCRBY", key, b"%d" % (new - old)],
+}
 
 
 def claim_reply(c: Client, job: bytes, payload: bytes | None, attempts: int) -> bytes:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 def extend(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.EXTEND 2 active P id token lease_ms -> 1."""
-    shape(argv, "emq.extend", 2, 3, 3)
+    if argv[1] != b"2" or len(argv) != 7:
+        shape(argv, "emq.extend", 2, 3, 3)
     db = c.db
     active, p, job, token = argv[2], argv[3], argv[4], argv[5]
     db.get_zset(active)

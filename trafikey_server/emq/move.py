@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 def delay(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.DELAY 3 active schedule P id token delay_ms -> 1."""
-    shape(argv, "emq.delay", 3, 3, 3)
+    if argv[1] != b"3" or len(argv) != 8:
+        shape(argv, "emq.delay", 3, 3, 3)
     db = c.db
     active, sched, p, job, token = argv[2], argv[3], argv[4], argv[5], argv[6]
     db.get_zset(active)
@@ -90,7 +91,8 @@ def reprocess(c: Client, argv: list[bytes]) -> bytes:
 
 def reschedule(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.RESCHEDULE 2 schedule P id run_at_ms -> 1."""
-    shape(argv, "emq.reschedule", 2, 2, 2)
+    if argv[1] != b"2" or len(argv) != 6:
+        shape(argv, "emq.reschedule", 2, 2, 2)
     db = c.db
     sched, p, job = argv[2], argv[3], argv[4]
     db.get_zset(sched)

@@ -53,7 +53,8 @@ _PENDING = b"$7\r\npending\r\n"
 
 def complete(c: Client, argv: list[bytes]) -> bytes:
     """EMQ.COMPLETE 2 active P id token -> 1; the row is deleted."""
-    shape(argv, "emq.complete", 2, 2, 2)
+    if argv[1] != b"2" or len(argv) != 6:
+        shape(argv, "emq.complete", 2, 2, 2)
     db = c.db
     active, p, job, token = argv[2], argv[3], argv[4], argv[5]
     db.get_zset(active)

@@ -324,20 +324,35 @@ class Engine:
     def _command(self, args: tuple[Any, ...]) -> tuple[int, Any]:
         """Run a script's command: (0, Lua value), (1, status), (2, error
         reply, or a refusal of the command, both counted in the error
-        statistics already) or (3, a refusal of the arguments, not counted)."""
+        statistics already) or (3, a refusal of the arguments, not counted).
+
+        This is the path of every server.call: the common case (string
+        arguments, a command spelled as the table or in capitals, the
+        right arity, no special flags) is tested inline."""
         run = self.run
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
-        argv = _argv(args)
-        if type(argv) is bytes:
-            return 3, argv
-        try:
-            cmd = self._lookup(argv)
-        except CommandError as e:
-            return self._refuse(None, e.msg)
+        argv: list[bytes] = []
+        for a in args:
+            if type(a) is bytes:
+                argv.append(a)
+            else:
+                argv = _argv(args)  # type: ignore[assignment]
+                if type(argv) is bytes:
+                    return 3, argv
+                break
+        if not argv:
+            return 3, b"ERR Please specify at least one argument for this call"
+        cmd = self.server.table.fast.get(argv[0])
         if cmd is None:
-            return self._refuse(None, b"ERR Unknown command called from script")
-        if not cmd.arity_ok(len(argv)):
+            try:
+                cmd = self._lookup(argv)
+            except CommandError as e:
+                return self._refuse(None, e.msg)
+            if cmd is None:
+                return self._refuse(None, b"ERR Unknown command called from script")
+        a = cmd.arity
+        if (len(argv) != a) if a > 0 else (len(argv) < -a):
             return self._refuse(cmd, b"ERR Wrong number of args calling command from script")
         if cmd.noscript:
             return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
@@ -349,7 +364,13 @@ class Engine:
             err = self._slot_error(run, cmd, argv)
             if err is not None:
                 return self._refuse(cmd, err)
-        return decode(call(self.client, cmd, argv), self.table_from)
+        reply = call(self.client, cmd, argv)
+        t = reply[0]
+        if t == 58:  # :
+            return 0, int(reply[1:-2])
+        if t == 36 and reply[1] != 45:  # a bulk string
+            return 0, reply[reply.index(b"\r\n") + 2 : -2]
+        return decode(reply, self.table_from)
 
     def _refuse(self, cmd: Command | None, msg: bytes) -> tuple[int, bytes]:
         """A command refused before it ran, counted as Valkey's scriptCall
@@ -551,7 +572,6 @@ class Engine:
         c = self.client
         c.db = caller.db
         c.set_protocol(2)
-        self.state[b"resp"] = 2
         c.user = caller.user
         self.run = run
         threshold = self.server.config.values.get("busy-reply-threshold", 5000)

@@ -771,13 +771,17 @@ boundary[fcall_entry] = true
 -- that the error statistics count (or nil), and whether it holds any error
 -- reply (the call then counts as failed in the command statistics).
 local function run(f, name, fcall, resp, hook_every, nkeys, ...)
-    local n = select("#", ...)
-    local keys, args = {}, {}
-    for i = 1, nkeys do
-        keys[i] = (select(i, ...))
-    end
-    for i = nkeys + 1, n do
-        args[i - nkeys] = (select(i, ...))
+    run_state.resp = 2  -- scripts start on RESP2 (server.setresp changes it)
+    local keys, args
+    if nkeys == 0 then
+        keys, args = {}, {...}
+    else
+        keys, args = {...}, {}
+        local n = #keys  -- arguments are strings: no holes
+        for i = nkeys + 1, n do
+            args[i - nkeys] = keys[i]
+            keys[i] = nil
+        end
     end
     if fcall then
         cur_env = fenv
