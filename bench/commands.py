@@ -1,121 +1,167 @@
-"""redis-benchmark against trafikey-server and Valkey 9.1.2, in one run.
+"""Section 2: Debian's ``redis-benchmark`` against both servers, and the runner
+the latency section reuses for its custom commands.
 
-Each server is pinned to core 0 and redis-benchmark to core 1 (taskset), and
-the two servers are measured alternately, A B A B, over several rounds, so
-drift on a shared machine hits both alike. Reports requests per second and
-server CPU microseconds per request (from /proc/PID/stat), medians over the
-rounds, and the ratio trafikey / Valkey.
+Why redis-benchmark: it is the tool people compare Valkey-compatible servers
+with, it is C (so at pipeline 1 it does not limit either server), and its
+``--csv`` output carries the client-side round-trip latency percentiles the
+growth section needs as well.
 
-    python bench/commands.py                # full run
-    python bench/commands.py --quick        # a few seconds, proves the harness
+The keyspace each test sees is made the same on both servers before every
+run (``prepare``), so a rising set size or an emptied set cannot favour the
+server that happens to run second:
+
+- SET, GET, INCR, HSET use ``-r 100000`` random keys/fields, a bounded keyspace.
+- ZADD starts from an empty ``myzset`` (it adds ``element:__rand_int__`` with
+  random scores under ``-r``).
+- ZPOPMIN starts from a ``myzset`` pre-filled with more members than the run
+  pops, so it never pops an empty set.
+- ZRANGE is ``ZRANGE bench:z 0 9 WITHSCORES`` over a set of 100 members.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import shutil
-import statistics
+import csv
+import io
+import resource
 import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from .cpu import Window, generator_busy
+from .servers import LOAD_CORE, Server, pinned, spawn
 
-from servers import Proc, free_port, valkey_binary, wait_port
-
-ROOT = Path(__file__).resolve().parent.parent
-TICKS = os.sysconf("SC_CLK_TCK")
-
-# name -> redis-benchmark arguments after the common ones
-TESTS = {
-    "PING": ["-t", "ping_mbulk"],
-    "SET": ["-t", "set"],
-    "GET": ["-t", "get"],
-    "INCR": ["-t", "incr"],
-    "HSET": ["-t", "hset"],
-    "ZADD": ["-t", "zadd"],
-    "ZPOPMIN": ["-t", "zpopmin"],
-    "ZRANGE": ["ZRANGE", "bench:z", "0", "9", "WITHSCORES"],
-}
+KEYSPACE = 100_000  # -r for the tests that take random keys
+ZRANGE_MEMBERS = 100
 
 
-def cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime
+def _fill_zset(server: Server, key: str, n: int) -> None:
+    """DEL key, then n members ``m0..`` with scores 0..n-1, 1000 per ZADD, two
+    ZADDs (about 40 KB) in flight: every write stays well under 64 KB, a size
+    any server must take in one read."""
+    conn = server.conn
+    server.execute("DEL", key)
+    step = 1000
+    pending = 0
+    for lo in range(0, n, step):
+        parts: list[bytes | str | int] = ["ZADD", key]
+        for i in range(lo, min(n, lo + step)):
+            parts += [i, f"m{i}"]
+        conn.send(_encode(parts))
+        pending += 1
+        if pending == 2:
+            _drain(conn, pending)
+            pending = 0
+    _drain(conn, pending)
 
 
-def pinned(core: int, argv: list[str]) -> list[str]:
-    return (["taskset", "-c", str(core)] if shutil.which("taskset") else []) + argv
+def _encode(parts: list[bytes | str | int]) -> bytes:
+    out = [b"*%d\r\n" % len(parts)]
+    for p in parts:
+        b = p if isinstance(p, bytes) else str(p).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
 
 
-def start(kind: str) -> Proc:
-    port = free_port()
-    if kind == "valkey":
-        argv = [valkey_binary(), "--port", str(port), "--save", "", "--appendonly", "no"]
-        env = None
-    else:
-        argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--loglevel", "warning"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = Proc(pinned(0, argv), port, cwd=str(ROOT), env=env)
-    wait_port(port, p.proc)
-    return p
+def _drain(conn: Any, n: int) -> None:
+    from trafikey_server.connector import ReplyError
+
+    for _ in range(n):
+        r = conn.read()
+        if isinstance(r, ReplyError):
+            raise r
 
 
-def seed_zrange(port: int) -> None:
-    members = []
-    for i in range(100):
-        members += [str(i), f"m{i}"]
-    subprocess.run(["redis-cli", "-p", str(port), "ZADD", "bench:z", *members], check=True, capture_output=True)
+def _prep_none(server: Server, requests: int) -> None:
+    return None
 
 
-def run_one(p: Proc, test: str, pipeline: int, requests: int, clients: int) -> tuple[float, float]:
-    argv = pinned(1, ["redis-benchmark", "-p", str(p.port), "-c", str(clients), "-n", str(requests),
-                      "-P", str(pipeline), "-r", "1000", "-q", "--csv", *TESTS[test]])
-    before = cpu_ticks(p.proc.pid)
-    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    used = cpu_ticks(p.proc.pid) - before
-    rows = [line for line in out.splitlines() if line and not line.startswith('"test"')]
-    rps = float(rows[-1].split(",")[1].strip('"'))
-    return rps, used / TICKS * 1e6 / requests
+def _prep_zadd(server: Server, requests: int) -> None:
+    server.execute("DEL", "myzset")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--requests", type=int, default=200_000)
-    ap.add_argument("--tests", default=",".join(TESTS))
-    args = ap.parse_args()
-    rounds, requests = (1, 5000) if args.quick else (args.rounds, args.requests)
-    tests = args.tests.split(",")
-    servers = {"valkey": start("valkey"), "trafikey": start("trafikey")}
+def _prep_zpopmin(server: Server, requests: int) -> None:
+    _fill_zset(server, "myzset", requests + 1000)
+
+
+def _prep_zrange(server: Server, requests: int) -> None:
+    if server.execute("ZCARD", "bench:z") != ZRANGE_MEMBERS:
+        _fill_zset(server, "bench:z", ZRANGE_MEMBERS)
+
+
+@dataclass(frozen=True)
+class Test:
+    name: str
+    args: list[str]  # redis-benchmark arguments that pick the test
+    prepare: Callable[[Server, int], None]
+
+
+TESTS: list[Test] = [
+    Test("PING", ["-t", "ping_mbulk"], _prep_none),
+    Test("SET", ["-r", str(KEYSPACE), "-t", "set"], _prep_none),
+    Test("GET", ["-r", str(KEYSPACE), "-t", "get"], _prep_none),
+    Test("INCR", ["-r", str(KEYSPACE), "-t", "incr"], _prep_none),
+    Test("HSET", ["-r", str(KEYSPACE), "-t", "hset"], _prep_none),
+    Test("ZADD", ["-r", str(KEYSPACE), "-t", "zadd"], _prep_zadd),
+    Test("ZPOPMIN", ["-t", "zpopmin"], _prep_zpopmin),
+    Test("ZRANGE", ["ZRANGE", "bench:z", "0", "9", "WITHSCORES"], _prep_zrange),
+]
+
+
+class BenchmarkError(RuntimeError):
+    pass
+
+
+def redis_benchmark(server: Server, args: list[str], *, clients: int, requests: int, pipeline: int = 1,
+                    timeout: float = 900.0) -> dict[str, float]:
+    """One redis-benchmark run pinned to the load core; returns rps, latency
+    percentiles (ms, as the client measured them), the server's CPU µs per
+    request, and how busy the generator and its core were."""
+    argv = pinned(LOAD_CORE, ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-c", str(clients),
+                              "-n", str(requests), "-P", str(pipeline), "--csv", *args])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    win = Window({"server": server.pid}).start()
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for p in servers.values():
-            seed_zrange(p.port)
-        results: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
-        for _ in range(rounds):
-            for test in tests:
-                for pipeline in (1, 16):
-                    for kind in ("valkey", "trafikey"):
-                        n = requests * (4 if pipeline == 16 else 1)
-                        results.setdefault((test, pipeline, kind), []).append(
-                            run_one(servers[kind], test, pipeline, n, 50))
-        print("| command | pipeline | valkey rps | trafikey rps | rps ratio "
-              "| valkey µs/req | trafikey µs/req | CPU ratio |")
-        print("|---|---|---|---|---|---|---|---|")
-        for test in tests:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise BenchmarkError(f"redis-benchmark timed out: {' '.join(argv)}") from None
+    win.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    gen_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    if p.returncode != 0 or not rows or "Error" in err or "Error" in out:
+        raise BenchmarkError(f"redis-benchmark failed ({p.returncode}) on {server.label}: "
+                             f"{' '.join(argv)}\n{out[-500:]}\n{err[-1000:]}")
+    row = rows[-1]
+    rps = float(row["rps"])
+    return {
+        "rps": rps,
+        "cpu_us": win.cpu["server"] * 1e6 / requests,
+        "p50_ms": float(row["p50_latency_ms"]),
+        "p99_ms": float(row["p99_latency_ms"]),
+        "avg_ms": float(row["avg_latency_ms"]),
+        "gen_cpu_pct": 100 * gen_cpu / win.wall if win.wall else 0.0,
+        "gen_busy_pct": 100 * generator_busy(win, gen_cpu),
+        "server_core_busy_pct": 100 * win.busy.get(0, 0.0),
+        "wall_s": win.wall,
+        "requests": requests,
+    }
+
+
+def run_commands(servers: list[Server], *, rounds: int, requests: int, p16_requests: int, clients: int,
+                 record: Callable[[str, tuple[str, ...], dict[str, float]], None],
+                 log: Callable[[str], None]) -> None:
+    """Every test at pipeline 1 and 16, the servers alternating A B A B, ``rounds`` times."""
+    for r in range(rounds):
+        for test in TESTS:
             for pipeline in (1, 16):
-                v = results[(test, pipeline, "valkey")]
-                t = results[(test, pipeline, "trafikey")]
-                vr, tr = statistics.median(x[0] for x in v), statistics.median(x[0] for x in t)
-                vc, tc = statistics.median(x[1] for x in v), statistics.median(x[1] for x in t)
-                print(f"| {test} | {pipeline} | {vr:,.0f} | {tr:,.0f} | {tr / vr:.2f} | "
-                      f"{vc:.2f} | {tc:.2f} | {tc / vc if vc else float('nan'):.2f} |")
-    finally:
-        for p in servers.values():
-            p.stop()
-
-
-if __name__ == "__main__":
-    main()
+                n = requests if pipeline == 1 else p16_requests
+                for server in servers:
+                    test.prepare(server, n)
+                    res = redis_benchmark(server, test.args, clients=clients, requests=n, pipeline=pipeline)
+                    record("commands", (test.name, f"P{pipeline}", server.label), res)
+                    log(f"  round {r + 1} {test.name:8} P{pipeline:<2} {server.label:9} "
+                        f"{res['rps']:>12,.0f} rps {res['cpu_us']:7.2f} µs/req  gen core {res['gen_busy_pct']:.0f}%")

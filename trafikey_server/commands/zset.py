@@ -118,20 +118,44 @@ def _positive(b: bytes, msg: bytes = b"ERR value is out of range, must be positi
 
 # -- replies --------------------------------------------------------------------------
 
+_EXACT = float(2**53)
+
 
 def _members(pairs: Iterable[tuple[float, bytes]]) -> bytes:
     return bulks([m for _, m in pairs])
 
 
+# RESP2 bulks of integral scores already formatted, keyed by the score. 0.0
+# is never cached: -0.0 would find it, and the two print differently.
+_SCORE_BULKS: dict[float, bytes] = {}
+_SCORE_CACHE_MAX = 1 << 16
+
+
+def _pair2(s: float, m: bytes) -> bytes:
+    """A [member, score] pair as RESP2 bulks. Most scores are integral and
+    small: their bulks come formatted from a bounded cache, and a miss
+    skips the shortest-round-trip formatter (a nonzero integral double below
+    2^53 prints as its integer; 0 needs the sign check)."""
+    t = _SCORE_BULKS.get(s)
+    if t is None:
+        if s.is_integer() and s and -_EXACT < s < _EXACT:
+            d = b"%d" % s
+            t = b"$%d\r\n%s\r\n" % (len(d), d)
+            if len(_SCORE_BULKS) < _SCORE_CACHE_MAX:
+                _SCORE_BULKS[s] = t
+        else:
+            d = format_double(s)
+            t = b"$%d\r\n%s\r\n" % (len(d), d)
+    return b"$%d\r\n%b\r\n%b" % (len(m), m, t)
+
+
 def _with_scores(c: Client, pairs: list[tuple[float, bytes]]) -> bytes:
     """[member, score] pairs: flat in RESP2, nested in RESP3."""
-    dbl = c.r.double
     if c.resp == 2:
         out = [array_header(2 * len(pairs))]
-        for s, m in pairs:
-            out.append(b"$%d\r\n%s\r\n" % (len(m), m))
-            out.append(dbl(s))
+        out += [_pair2(s, m) for s, m in pairs]
     else:
+        dbl = c.r.double
         out = [array_header(len(pairs))]
         for s, m in pairs:
             out.append(b"*2\r\n$%d\r\n%s\r\n" % (len(m), m))
@@ -519,26 +543,24 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
         raise syntax()
     count = _positive(argv[2]) if len(argv) == 3 else -1
     key = argv[1]
-    zs = c.db.get_zset(key)
+    db = c.db
+    zs = db.get_zset(key)
     if zs is None or count == 0:
         return EMPTY_ARRAY
-    # RESP3 nests [member, score] pairs only when a count was given.
-    nested = c.resp == 3 and count != -1
-    k = min(len(zs), 1 if count == -1 else count)
     pop = zs.pop_max if top else zs.pop_min
-    dbl = c.r.double
-    out = [array_header(k if nested else 2 * k)]
-    for _ in range(k):
+    if count == -1:  # one pair, never nested
         s, m = pop()
-        if nested:
-            out.append(b"*2\r\n")
-        out.append(b"$%d\r\n%s\r\n" % (len(m), m))
-        out.append(dbl(s))
-    if zs.scores:
-        c.db.touch(key)
+        out = b"*2\r\n" + (_pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n" % (len(m), m) + c.r.double(s))
     else:
-        c.db.delete(key)
-    return b"".join(out)
+        # RESP3 nests [member, score] pairs only when a count was given.
+        pairs = [pop() for _ in range(min(len(zs.scores), count))]
+        out = _with_scores(c, pairs)
+    if zs.scores:
+        if db.watchers:
+            db.touch(key)
+    else:
+        db.delete(key)
+    return out
 
 
 # -- ZRANDMEMBER --------------------------------------------------------------------------------------

@@ -61,8 +61,9 @@ def claim(c: Client, argv: list[bytes]) -> bytes:
     attempts = counter(row, ATTEMPTS) + 1
     payload = row.get(PAYLOAD)
     plan.zrem(pending_key, job)
-    plan.hincrby(row_key, ATTEMPTS, attempts)
-    plan.hset(row_key, STATE, _ACTIVE, LEASE_EPOCH, server.run_id_b)
+    # HINCRBY attempts 1 and the HSET of the lease, as one HSET of the
+    # values they leave.
+    plan.hset(row_key, ATTEMPTS, b"%d" % attempts, STATE, _ACTIVE, LEASE_EPOCH, server.run_id_b)
     plan.zadd(active_key, now + lease, job)
     plan.apply(c)
     return claim_reply(c, job, payload, attempts)
