@@ -99,6 +99,8 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
                 reply = cmd.handler(c, argv)
             except Exception:
                 return _failed(c, cmd, t0)
+            if cmd.write:
+                server.dirty += 1
             cmd.calls += 1
             cmd.usec += (perf_counter_ns() - t0) // 1000
             c.tot_cmds += 1
@@ -201,6 +203,8 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     t0 = perf_counter_ns()
     try:
         reply = cmd.handler(c, argv)
+        if cmd.write:
+            c.server.dirty += 1
     except CommandError as e:
         cmd.failed_calls += 1
         c.server.count_error(e.msg)

@@ -66,6 +66,9 @@ class Server:
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None
+        # Successful calls of write commands since start: the "changes" that
+        # save rules count (Valkey's server.dirty), one add per write.
+        self.dirty = 0
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
