@@ -133,9 +133,6 @@ class Snapshots:
                     signal.set_wakeup_fd(-1)
                 except ValueError:
                     pass
-                delay = self.server.config.values.get("rdb-key-save-delay", 0)
-                if delay > 0:
-                    time.sleep(delay / 1e6)
                 self._write_file(os.getpid())
                 code = 0
             except BaseException as e:  # the child reports through its exit code
