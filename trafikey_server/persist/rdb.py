@@ -609,7 +609,7 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
     end = r.p
     if version >= 5:
         if end + 8 > len(data):
-            raise Truncated(f"the file ends at offset {len(data)}, inside its checksum")
+            raise Truncated(f"the file is truncated: it ends at offset {len(data)}, inside its checksum")
         stored_crc = int.from_bytes(data[end:end + 8], "little")
         if check and stored_crc != 0:
             computed = crc_update(0, memoryview(data)[:end])
