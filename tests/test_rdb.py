@@ -553,3 +553,24 @@ def test_sigterm_snapshot_restores(d: str) -> None:
         assert redis.Redis(port=p.port).hgetall(b"h") == {b"a": b"1"}
     finally:
         p.stop()
+
+
+def test_failed_final_save_keeps_serving_like_valkey() -> None:
+    """The directory vanishes under the server: SHUTDOWN SAVE fails, the
+    server says so and keeps serving; SAVE and BGSAVE report the failure."""
+    replies = []
+    for start in (start_valkey, lambda *a: start_trafikey("--emq-brand", "none", *a)):
+        d = tempfile.mkdtemp(prefix="rdb-gone-")
+        p = start("--dir", d)
+        try:
+            w = Wire(p.port)
+            w.call("SET", "k", "v")
+            shutil.rmtree(d)
+            got = [w.call("SHUTDOWN", "SAVE"), w.call("PING"), w.call("SAVE"),
+                   w.call("GET", "k")]
+            replies.append(got)
+            assert p.proc.poll() is None
+        finally:
+            p.stop()
+    assert replies[0] == replies[1]
+    assert replies[1][0] == b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
