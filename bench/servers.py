@@ -233,7 +233,8 @@ def start_trafikey(label: str, brand: str = "echomq:6.0.0", *extra: str) -> Serv
     """``python3 -m trafikey_server`` from this checkout, with the brand a connector of the wire needs."""
     port = free_port()
     argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1",
-            "--loglevel", "warning", "--emq-brand", brand, *extra]
+            "--loglevel", "warning", "--emq-brand", brand, "--save", "", "--dir", mkdtemp("bench-trafikey-"),
+            *extra]
     return Server("trafikey", label, argv, port, cwd=str(ROOT))
 
 

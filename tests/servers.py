@@ -88,7 +88,10 @@ def start_valkey(*extra: str) -> Proc:
 
 def start_trafikey(*extra: str) -> Proc:
     port = free_port()
-    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), *extra]
+    # Like start_valkey: no save rules and a directory of its own, so a stop
+    # (SIGTERM) writes no snapshot and no stray dump.rdb is ever loaded.
+    tmp = tempfile.mkdtemp(prefix="trafikey-")
+    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--save", "", "--dir", tmp, *extra]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return Proc(argv, port, cwd=str(ROOT), env=env)

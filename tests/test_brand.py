@@ -93,7 +93,8 @@ def _start_with_file(path: str) -> Proc:
     port = free_port()
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    argv = [sys.executable, "-m", "trafikey_server", path, "--port", str(port)]
+    argv = [sys.executable, "-m", "trafikey_server", path, "--port", str(port), "--save", "",
+            "--dir", tempfile.mkdtemp(prefix="trafikey-")]
     return Proc(argv, port, cwd=str(ROOT), env=env)
 
 

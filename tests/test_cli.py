@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 from resp_wire import Wire
 from servers import ROOT, free_port, start_trafikey
@@ -59,7 +60,8 @@ def test_config_file_then_options(tmp_path) -> None:  # type: ignore[no-untyped-
 def start_trafikey_from(*args: str) -> subprocess.Popen[bytes]:
     from servers import wait_port
 
-    p = subprocess.Popen([sys.executable, "-m", "trafikey_server", *args], env=ENV,
+    p = subprocess.Popen([sys.executable, "-m", "trafikey_server", *args, "--save", "",
+                          "--dir", tempfile.mkdtemp(prefix="trafikey-")], env=ENV,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port = int(open(args[0]).read().split("port ", 1)[1].split()[0])
     wait_port(port, p)

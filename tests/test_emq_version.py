@@ -19,6 +19,7 @@ no keys), Valkey's answer for ZINTERCARD is the oracle for the emq rows.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,7 +150,8 @@ def serve_table(table: Table) -> Iterator[int]:
     """Run ``Server(config, table)`` on a free port in a thread with its own
     event loop; yield the port; then shut it down and join the thread."""
     port = free_port()
-    config = parse_args(["--port", str(port), "--loglevel", "warning"])
+    config = parse_args(["--port", str(port), "--loglevel", "warning", "--save", "",
+                         "--dir", tempfile.mkdtemp(prefix="trafikey-")])
     server = Server(config, table)
     loop = asyncio.new_event_loop()
     failure: list[BaseException] = []

@@ -144,15 +144,18 @@ def _memory(s: Server) -> Fields:
 
 
 def _persistence(s: Server) -> Fields:
-    # Nothing is ever saved or loaded: Valkey's values for a server that has
-    # not saved since it started.
+    snap = s.snapshots
+    now = time.time()
     return [
         ("loading", 0), ("async_loading", 0), ("current_cow_peak", 0), ("current_cow_size", 0),
         ("current_cow_size_age", 0), ("current_fork_perc", "0.00"), ("current_save_keys_processed", 0),
-        ("current_save_keys_total", 0), ("rdb_changes_since_last_save", 0), ("rdb_bgsave_in_progress", 0),
-        ("rdb_last_save_time", int(s.started_at)), ("rdb_last_bgsave_status", "ok"),
-        ("rdb_last_bgsave_time_sec", -1), ("rdb_current_bgsave_time_sec", -1), ("rdb_saves", 0),
-        ("rdb_last_cow_size", 0), ("rdb_last_load_keys_expired", 0), ("rdb_last_load_keys_loaded", 0),
+        ("current_save_keys_total", 0), ("rdb_changes_since_last_save", snap.changes()),
+        ("rdb_bgsave_in_progress", 1 if snap.child_pid else 0),
+        ("rdb_last_save_time", snap.lastsave), ("rdb_last_bgsave_status", "ok" if snap.last_bgsave_ok else "err"),
+        ("rdb_last_bgsave_time_sec", snap.last_bgsave_secs),
+        ("rdb_current_bgsave_time_sec", int(now - snap.child_started) if snap.child_pid else -1),
+        ("rdb_saves", snap.saves), ("rdb_last_cow_size", 0),
+        ("rdb_last_load_keys_expired", snap.keys_expired), ("rdb_last_load_keys_loaded", snap.keys_loaded),
         ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
         ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
         ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0), ("aof_rewrites_consecutive_failures", 0),

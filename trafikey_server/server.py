@@ -21,6 +21,7 @@ from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
+from .persist.rdb import RdbError
 from .registry import Table, default_table
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class Server:
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
+        from .persist.snapshot import Snapshots
+
+        self.snapshots = Snapshots(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -118,6 +122,9 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
+        from .persist.snapshot import load_at_startup
+
+        load_at_startup(self)  # before the brand: a loaded keyspace may carry its own
         self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
@@ -154,6 +161,7 @@ class Server:
         for db in self.dbs:
             if db.expires:
                 self.expired_keys += db.sweep(now, 2000)
+        self.snapshots.cron()
         assert self.loop is not None
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
 
@@ -162,12 +170,22 @@ class Server:
             self.log.notice("User requested shutdown...")
             self.stopping.set()
 
+    def _on_signal(self, sig: int) -> None:
+        """SIGTERM / SIGINT: save first when the save rules (or the
+        shutdown-on-sig* option) say so, as Valkey does; a failed save keeps
+        the server running unless the option says force."""
+        name = "SIGTERM" if sig == signal.SIGTERM else "SIGINT"
+        self.log.warning(f"Received {name} scheduling shutdown...")
+        flags = self.config.values.get(f"shutdown-on-{name.lower()}", "default").split()
+        if self.snapshots.shutdown_save("save" in flags, "nosave" in flags, "force" in flags):
+            self.request_shutdown()
+
     async def serve_forever(self) -> None:
         await self.start()
         assert self.loop is not None and self.stopping is not None
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                self.loop.add_signal_handler(sig, self.request_shutdown)
+                self.loop.add_signal_handler(sig, self._on_signal, sig)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
         await self.stopping.wait()
@@ -193,6 +211,10 @@ def run(config: Config) -> int:
         runner = asyncio.run
     try:
         runner(server.serve_forever())
+    except RdbError as e:
+        server.log.warning(f"Fatal error loading the DB from {server.snapshots.path()}: {e}. "
+                           "Exiting; the file was left as it is.")
+        return 1
     except OSError as e:
         server.log.warning(f"Failed listening on port {config.port} (tcp), aborting: {e}")
         return 1

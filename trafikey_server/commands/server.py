@@ -173,8 +173,48 @@ def command_help(c: Client, argv: list[bytes]) -> bytes:
 
 
 def lastsave(c: Client, argv: list[bytes]) -> bytes:
-    # Nothing is ever saved, so the last save is the start, as for a fresh Valkey.
-    return integer(int(c.server.started_at))
+    return integer(c.server.snapshots.lastsave)
+
+
+def save(c: Client, argv: list[bytes]) -> bytes:
+    snaps = c.server.snapshots
+    if snaps.child_pid:
+        raise CommandError(b"ERR Background save already in progress")
+    snaps.saves += 1
+    if not snaps.save():
+        raise CommandError(b"ERR")
+    return OK
+
+
+def bgsave(c: Client, argv: list[bytes]) -> bytes:
+    snaps = c.server.snapshots
+    if len(argv) > 1:
+        opt = argv[1].lower()
+        # SCHEDULE only matters while another kind of child runs (an AOF
+        # rewrite in Valkey); with none, it starts the save at once.
+        if len(argv) == 2 and opt == b"schedule":
+            pass
+        elif len(argv) == 2 and opt == b"cancel":
+            if snaps.child_pid:
+                c.server.log.notice("Background saving will be aborted due to user request")
+                snaps.kill_child()
+                snaps.last_bgsave_ok = False
+                return status(b"Background saving cancelled")
+            if snaps.scheduled:
+                snaps.scheduled = False
+                return status(b"Scheduled background saving cancelled")
+            raise CommandError(b"ERR Background saving is currently not in progress or scheduled")
+        else:
+            raise syntax()
+    if snaps.child_pid:
+        raise CommandError(b"ERR Background save already in progress")
+    if c.in_exec:
+        # Valkey does not fork in the middle of a transaction: it schedules.
+        snaps.scheduled = True
+        return status(b"Background saving scheduled")
+    if not snaps.bgsave():
+        raise CommandError(b"ERR")
+    return status(b"Background saving started")
 
 
 def shutdown(c: Client, argv: list[bytes]) -> bytes:
@@ -185,9 +225,51 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
         raise syntax()
     if b"abort" in opts:
         raise CommandError(b"ERR No shutdown in progress.")
+    if not c.server.snapshots.shutdown_save(b"save" in opts, b"nosave" in opts, b"force" in opts):
+        raise CommandError(b"ERR Errors trying to SHUTDOWN. Check logs.")
     c.server.request_shutdown()
     c.closing = True
     return b""
+
+
+def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
+    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty, load the file back."""
+    from ..persist.rdb import RdbError, install, parse
+
+    flush = do_save = True
+    merge = False
+    for a in argv[2:]:
+        o = a.lower()
+        if o == b"merge":
+            merge = True
+        elif o == b"noflush":
+            flush = False
+        elif o == b"nosave":
+            do_save = False
+        else:
+            raise CommandError(b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+    srv = c.server
+    if do_save and not srv.snapshots.save():
+        raise CommandError(b"ERR")
+    try:
+        with open(srv.snapshots.path(), "rb") as f:
+            data = f.read()
+        res = parse(srv, data)
+    except (OSError, RdbError) as e:
+        srv.log.warning(f"DEBUG RELOAD: {e}")
+        raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.") from None
+    if flush:
+        for db in srv.dbs:
+            db.clear()
+    elif not merge:
+        for dbid, (data_, _) in res.dbs.items():
+            if any(k in srv.dbs[dbid].data for k in data_):
+                srv.log.warning("DEBUG RELOAD: duplicate keys without MERGE")
+                raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.")
+    install(srv, res)
+    srv.snapshots.keys_loaded, srv.snapshots.keys_expired = res.keys_loaded, res.keys_expired
+    srv.log.notice("DB reloaded by DEBUG RELOAD")
+    return OK
 
 
 def _digest_value(v: object) -> bytes:
@@ -248,6 +330,8 @@ def debug(c: Client, argv: list[bytes]) -> bytes:
         return OK
     if sub == b"digest" and len(argv) == 2:
         return status(_digest(c))
+    if sub == b"reload":
+        return _debug_reload(c, argv)
     raise CommandError(b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1])
 
 

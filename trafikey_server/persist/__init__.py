@@ -1,0 +1,1 @@
+"""Persistence: RDB snapshots (``rdb``, ``snapshot``) and their checksum (``crc64``)."""
