@@ -144,6 +144,8 @@ def _memory(s: Server) -> Fields:
 
 
 def _persistence(s: Server) -> Fields:
+    from .persist.commands import aof_fields, aof_size_fields
+
     # Nothing is ever saved or loaded: Valkey's values for a server that has
     # not saved since it started.
     return [
@@ -153,11 +155,9 @@ def _persistence(s: Server) -> Fields:
         ("rdb_last_save_time", int(s.started_at)), ("rdb_last_bgsave_status", "ok"),
         ("rdb_last_bgsave_time_sec", -1), ("rdb_current_bgsave_time_sec", -1), ("rdb_saves", 0),
         ("rdb_last_cow_size", 0), ("rdb_last_load_keys_expired", 0), ("rdb_last_load_keys_loaded", 0),
-        ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
-        ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
-        ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0), ("aof_rewrites_consecutive_failures", 0),
-        ("aof_last_write_status", "ok"), ("aof_last_cow_size", 0), ("module_fork_in_progress", 0),
+        *aof_fields(s), ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0), ("slot_migration_fork_in_progress", 0),
+        *aof_size_fields(s),
     ]
 
 

@@ -21,6 +21,7 @@ from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
+from .persist.aofload import AofLoadError
 from .registry import Table, default_table
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ class Server:
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
+        # The append-only log (persist/aof.py) when appendonly is on; dispatch
+        # feeds it each write's effects. None costs a write one check.
+        self.aof: Any = None
+        self.loading = False
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -118,6 +123,9 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
+        from .persist.startup import load_at_startup
+
+        load_at_startup(self)
         self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
@@ -145,6 +153,9 @@ class Server:
         brand = self.config.values.get("emq-brand", "none")
         if brand != "none" and self.dbs[0].get(BRAND_KEY) is None:
             self.dbs[0].add(BRAND_KEY, brand.encode())
+            if self.aof is not None:  # written after the load: logged like any write
+                self.aof.add(0, [[b"SET", BRAND_KEY, brand.encode()]])
+                self.aof.close_unit()
 
     def _cron(self) -> None:
         """Active expiry, Valkey's serverCron in small: bounded work per tick."""
@@ -176,6 +187,10 @@ class Server:
     async def close(self) -> None:
         for lst in self.listeners:
             lst.close()
+        if self.aof is not None:
+            from .persist.startup import stop_logging
+
+            stop_logging(self)  # everything logged is flushed and fsynced before exit
         for conn in list(self.connections.values()):
             if conn.transport is not None:
                 conn.transport.close()
@@ -195,6 +210,9 @@ def run(config: Config) -> int:
         runner(server.serve_forever())
     except OSError as e:
         server.log.warning(f"Failed listening on port {config.port} (tcp), aborting: {e}")
+        return 1
+    except AofLoadError as e:
+        server.log.warning(str(e))
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         pass

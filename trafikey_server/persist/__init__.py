@@ -1,0 +1,1 @@
+"""Persistence: what survives a restart of the server."""
