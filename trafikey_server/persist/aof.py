@@ -9,9 +9,12 @@ runs). A unit of several commands is written between MULTI and EXEC, and a
 SELECT goes before any effect in another database than the last one.
 
 Units are rendered into a buffer; once per event-loop turn ``flush`` writes
-the buffer to the current incremental file. With ``appendfsync always`` it
-also fsyncs, and the replies of that turn are held (``hold``) until then, so
-no client hears of a write that is not on disk. With ``everysec`` a
+the buffer to the current incremental file, and the replies of that turn
+are held (``hold``) until then, as Valkey writes its AOF buffer before it
+sends replies: a client never hears of a write the process has not handed
+to the kernel, so killing the process loses nothing acknowledged under any
+policy. With ``appendfsync always`` the flush also fsyncs before the replies
+go, so no client hears of a write that is not on disk. With ``everysec`` a
 background thread fsyncs once a second; with ``no`` the kernel decides.
 
 Files are laid out as Valkey 9.1 lays them out (see ``manifest.py``);
@@ -208,9 +211,9 @@ class Aof:
     # -- replies held for always -------------------------------------------------------
 
     def hold(self, conn: Connection, out: list[bytes]) -> bool:
-        """With ``always``: keep a connection's replies until this turn's
-        records are on disk. False when they may go now."""
-        if self.policy != "always" or not (self.buf or self.unit or conn in self.held_conns):
+        """Keep a connection's replies until this turn's records are
+        written (and fsynced, under ``always``). False when they may go now."""
+        if not (self.buf or self.unit or conn in self.held_conns):
             return False
         self.held.append((conn, b"".join(out)))
         self.held_conns.add(conn)
