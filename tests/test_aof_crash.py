@@ -201,7 +201,7 @@ def test_sigterm_and_shutdown_flush(policy: str) -> None:
     assert srv.proc.wait(10) == 0
     srv.stop()
     srv = aof_server(d, "--appendfsync", policy)
-    r = redis.Redis(port=srv.port)
+    r = redis.Redis(port=srv.port, retry=Retry(NoBackoff(), 0))
     assert r.dbsize() == 2001  # and the brand key
     r.set("after", "1")
     try:
