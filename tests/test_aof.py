@@ -279,15 +279,20 @@ def test_effects_not_requests() -> None:
         r.expire("absent", 10)
         r.set("e", "v", ex=50)
         r.execute_command("EMQ.ENQUEUE", 2, "q:pending", "q:", "7", "pl")
+        r.set("lz", "v", px=20)
+        time.sleep(0.05)
+        assert r.get("lz") is None  # removed by lazy expiry: logged as DEL
         r.close()
     finally:
         srv.stop()
     cmds = [c for c in logged_commands(d) if c[0].upper() != b"SELECT"]
     body = [c for c in cmds if c[1:2] != [b"{emq}:version"]]
-    assert [c[0].upper() for c in body] == [b"SET", b"SET", b"SET", b"MULTI", b"INCRBY", b"HSET", b"ZADD", b"EXEC"]
+    assert [c[0].upper() for c in body] == [b"SET", b"SET", b"SET", b"MULTI", b"INCRBY", b"HSET", b"ZADD", b"EXEC",
+                                            b"SET", b"DEL"]
     assert body[0] == [b"SET", b"x", b"1"]
     assert body[1] == [b"SET", b"nope-not-int", b"a"]
     assert body[2][:3] == [b"SET", b"e", b"v"] and body[2][3] == b"PXAT"
     assert body[4] == [b"INCRBY", b"q:seq", b"1"]
     assert body[5] == [b"HSET", b"q:job:7", b"state", b"pending", b"attempts", b"0", b"payload", b"pl"]
     assert body[6] == [b"ZADD", b"q:pending", b"1", b"7"]
+    assert body[9] == [b"DEL", b"lz"]
