@@ -155,8 +155,37 @@ def test_brand_is_a_start_up_option(valkey_server: Proc) -> None:
         p.stop()
 
 
-@pytest.mark.skip(reason="needs persistence: a value present at start-up can only come from a previous run")
-def test_existing_brand_is_never_overwritten() -> None:
+@pytest.mark.parametrize("persistence", [["--appendonly", "no"], ["--appendonly", "yes"]],
+                         ids=["rdb", "aof"])
+def test_existing_brand_is_never_overwritten(persistence: list[str]) -> None:
     """Decisions #13: an existing ``{emq}:version`` is never overwritten.
-    To be written when the server can restart onto a saved keyspace: save
-    with ``echomq:4.0.0``, restart with the default brand, expect 4.0.0."""
+    A first run writes echomq:4.0.0 and saves it (a snapshot, or the log);
+    the second run starts onto that keyspace with the default brand
+    (echomq:6.0.0) and must leave the saved value alone."""
+    data = tempfile.mkdtemp(prefix="trafikey-brand-")
+    port = free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--save", "", "--dir", data,
+            *persistence]
+    first = Proc([*argv, "--emq-brand", "echomq:4.0.0"], port, cwd=data, env=env)
+    try:
+        w = Wire(first.port)
+        try:
+            assert w.call("GET", BRAND_KEY) == b"$12\r\nechomq:4.0.0\r\n"
+            if persistence[1] == "no":
+                assert w.call("SAVE") == b"+OK\r\n"
+        finally:
+            w.close()
+    finally:
+        first.stop()
+    assert os.listdir(data), "the first run left nothing on disk"
+    second = Proc(argv, port, cwd=data, env=env)  # the default brand, echomq:6.0.0
+    try:
+        w = Wire(second.port)
+        try:
+            assert w.call("GET", BRAND_KEY) == b"$12\r\nechomq:4.0.0\r\n"
+        finally:
+            w.close()
+    finally:
+        second.stop()

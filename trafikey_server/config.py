@@ -350,6 +350,12 @@ def _apply_limits(server: Any, value: int) -> None:
     server.refresh_limits()
 
 
+def _apply_appendonly(server: Any, value: bool) -> None:
+    from .persist.commands import apply_appendonly
+
+    apply_appendonly(server, value)
+
+
 def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
@@ -494,7 +500,7 @@ def _options() -> list[Option]:
     B("aof-timestamp-enabled", False),
     B("aof-use-rdb-preamble", True),
     E("appendfsync", "everysec", ("everysec", "always", "no")),
-    B("appendonly", False),
+    B("appendonly", False, apply=_apply_appendonly),
     M("auto-aof-rewrite-min-size", 67108864, 0, 9223372036854775807),
     N("auto-aof-rewrite-percentage", 100, 0, 2147483647),
     S("availability-zone", ""),

@@ -129,6 +129,9 @@ class Connection(asyncio.Protocol):
         else:
             self._run_hiredis(data, out)
         c.out = None
+        aof = self.server.aof
+        if aof is not None and aof.hold(self, out):
+            return  # sent once this turn's records are written (and fsynced under always)
         if out:
             payload = out[0] if len(out) == 1 else b"".join(out)
             c.tot_net_out += len(payload)

@@ -14,7 +14,7 @@ Every change to a key goes through ``set``/``delete``/``touch`` so that WATCH
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import wrongtype
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Db:
-    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl")
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -38,6 +38,8 @@ class Db:
         # key -> the clients watching it (in WATCH order) and their watch;
         # empty unless WATCH is in use.
         self.watchers: dict[bytes, dict[Client, Watch]] = {}
+        # Told of every key removed by expiry (the append-only log writes a DEL).
+        self.on_expire: Callable[[int, bytes], None] | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -172,6 +174,8 @@ class Db:
     def _expire(self, key: bytes) -> None:
         del self.data[key]
         del self.expires[key]
+        if self.on_expire is not None:
+            self.on_expire(self.id, key)
         if self.watchers:
             self._signal(key)
 

@@ -101,6 +101,8 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
                 return _failed(c, cmd, t0)
             if cmd.write:
                 server.dirty += 1
+                if server.aof is not None:
+                    server.aof.feed(c, cmd, argv, reply)
             cmd.calls += 1
             cmd.usec += (perf_counter_ns() - t0) // 1000
             c.tot_cmds += 1
@@ -204,7 +206,10 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     try:
         reply = cmd.handler(c, argv)
         if cmd.write:
-            c.server.dirty += 1
+            server = c.server
+            server.dirty += 1
+            if server.aof is not None:
+                server.aof.feed(c, cmd, argv, reply)
     except CommandError as e:
         cmd.failed_calls += 1
         c.server.count_error(e.msg)

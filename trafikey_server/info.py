@@ -144,6 +144,8 @@ def _memory(s: Server) -> Fields:
 
 
 def _persistence(s: Server) -> Fields:
+    from .persist.commands import aof_fields, aof_size_fields
+
     snap = s.snapshots
     now = time.time()
     return [
@@ -156,11 +158,9 @@ def _persistence(s: Server) -> Fields:
         ("rdb_current_bgsave_time_sec", int(now - snap.child_started) if snap.child_pid else -1),
         ("rdb_saves", snap.saves), ("rdb_last_cow_size", 0),
         ("rdb_last_load_keys_expired", snap.keys_expired), ("rdb_last_load_keys_loaded", snap.keys_loaded),
-        ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
-        ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
-        ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0), ("aof_rewrites_consecutive_failures", 0),
-        ("aof_last_write_status", "ok"), ("aof_last_cow_size", 0), ("module_fork_in_progress", 0),
+        *aof_fields(s), ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0), ("slot_migration_fork_in_progress", 0),
+        *aof_size_fields(s),
     ]
 
 

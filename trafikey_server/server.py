@@ -21,6 +21,7 @@ from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
+from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
 from .registry import Table, default_table
 
@@ -73,6 +74,10 @@ class Server:
         from .persist.snapshot import Snapshots
 
         self.snapshots = Snapshots(self)
+        # The append-only log (persist/aof.py) when appendonly is on; dispatch
+        # feeds it each write's effects. None costs a write one check.
+        self.aof: Any = None
+        self.loading = False
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -122,9 +127,9 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
-        from .persist.snapshot import load_at_startup
+        from .persist.startup import load_at_startup
 
-        load_at_startup(self)  # before the brand: a loaded keyspace may carry its own
+        load_at_startup(self)
         self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
@@ -152,6 +157,9 @@ class Server:
         brand = self.config.values.get("emq-brand", "none")
         if brand != "none" and self.dbs[0].get(BRAND_KEY) is None:
             self.dbs[0].add(BRAND_KEY, brand.encode())
+            if self.aof is not None:  # written after the load: logged like any write
+                self.aof.add(0, [[b"SET", BRAND_KEY, brand.encode()]])
+                self.aof.close_unit()
 
     def _cron(self) -> None:
         """Active expiry, Valkey's serverCron in small: bounded work per tick."""
@@ -194,6 +202,10 @@ class Server:
     async def close(self) -> None:
         for lst in self.listeners:
             lst.close()
+        if self.aof is not None:
+            from .persist.startup import stop_logging
+
+            stop_logging(self)  # everything logged is flushed and fsynced before exit
         for conn in list(self.connections.values()):
             if conn.transport is not None:
                 conn.transport.close()
@@ -217,6 +229,9 @@ def run(config: Config) -> int:
         return 1
     except OSError as e:
         server.log.warning(f"Failed listening on port {config.port} (tcp), aborting: {e}")
+        return 1
+    except AofLoadError as e:
+        server.log.warning(str(e))
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         pass

@@ -49,6 +49,9 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
     replies = [header]
     c.in_exec = True
     c.exec_argv, c.exec_queue, c.exec_out = argv, queued, replies
+    aof = c.server.aof
+    if aof is not None:
+        aof.begin()  # the transaction's effects are logged as one MULTI/EXEC
     try:
         for cmd, args in queued:
             # A client that kills itself (CLIENT KILL) still runs the rest of
@@ -58,6 +61,8 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
             if not closing:
                 replies.append(reply)
     finally:
+        if aof is not None:
+            aof.end()
         c.in_exec = False
         c.exec_argv, c.exec_queue, c.exec_out = None, [], []
     return b"".join(replies)

@@ -247,6 +247,8 @@ class Plan:
         db = c.db
         for fn, key, a, b in self.ops:
             fn(c, db, key, a, b)
+        if c.server.aof is not None:
+            c.server.aof.add(db.id, self.commands())
 
     def commands(self) -> list[list[bytes]]:
         """The plan as the plain commands that make the same writes."""

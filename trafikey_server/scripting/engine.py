@@ -581,10 +581,15 @@ class Engine:
         snapshot = None
         if clock.frozen_ms is None:
             clock.frozen_ms = snapshot = clock.ms()
+        aof = self.server.aof
+        if aof is not None:
+            aof.begin()  # the script's writes are logged as one MULTI/EXEC
         try:
             reply, errors, failed = self._run(function, name, not eval_mode, caller.resp,
                                               HOOK_EVERY if threshold > 0 else 0, nkeys, *argv[3:])
         finally:
+            if aof is not None:
+                aof.end()
             if snapshot is not None and clock.frozen_ms == snapshot:
                 clock.frozen_ms = None
             self.run = None
