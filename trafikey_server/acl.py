@@ -320,9 +320,7 @@ class User:
         if op[:1] == b"%":
             fl = 0
             i = 1
-            while True:
-                if i >= len(op):
-                    raise AclError(SYNTAX)
+            while i < len(op):
                 ch = op[i : i + 1].upper()
                 if ch == b"R" and not fl & READ:
                     fl |= READ
@@ -334,6 +332,8 @@ class User:
                 else:
                     raise AclError(SYNTAX)
                 i += 1
+            if not fl:
+                raise AclError(SYNTAX)
             pat = op[i:]
         else:
             fl, pat = ALL, op[1:]
