@@ -140,6 +140,10 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         if root is None or not root.no_auth:
             if root is not None:
                 root.rejected_calls += 1
+                if root.bname == b"exec":
+                    return _exec_abort(c, NOAUTH.msg)
+            if c.multi is not None:
+                flag_transaction(c)
             server.count_error(NOAUTH.msg)
             return NOAUTH.reply()
     try:
@@ -196,10 +200,21 @@ def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
     reason, _ = c.acl.denial(cmd, argv)
     if not reason:
         return None
-    if c.multi is not None:
-        flag_transaction(c)
     cmd.rejected_calls += 1
     msg = b"NOPERM " + error_text(reason, c.acl, cmd)
+    if cmd.bname == b"exec":
+        return _exec_abort(c, msg)
+    if c.multi is not None:
+        flag_transaction(c)
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
+
+
+def _exec_abort(c: Client, msg: bytes) -> bytes:
+    """Valkey's execCommandAbort: EXEC refused before it runs ends the
+    transaction, and says why."""
+    c.discard_multi()
+    msg = b"EXECABORT Transaction discarded because of: " + msg
     c.server.count_error(msg)
     return b"-" + msg + b"\r\n"
 
