@@ -172,3 +172,24 @@ def test_redis_py_asyncio_username_password(trafikey_locked: Proc) -> None:
         await r.aclose()
 
     asyncio.run(scenario())
+
+
+def test_passwords_are_not_logged() -> None:
+    """At the most verbose log level, no password given to AUTH, HELLO,
+    requirepass or ACL SETUSER shows up in the log or in CLIENT LIST."""
+    secrets_ = ["first-Secret-1", "wrong-Secret-2", "hello-Secret-3", "acl-Secret-4", "conf-Secret-5"]
+    p = start_trafikey("--requirepass", secrets_[0], "--loglevel", "debug")
+    try:
+        w = Wire(p.port)
+        assert w.call("AUTH", secrets_[1]).startswith(b"-WRONGPASS")
+        assert w.call("HELLO", "2", "AUTH", "default", secrets_[2]).startswith(b"-WRONGPASS")
+        assert w.call("AUTH", secrets_[0]) == b"+OK\r\n"
+        assert w.call("ACL", "SETUSER", "u", "on", ">" + secrets_[3]) == b"+OK\r\n"
+        assert w.call("CONFIG", "SET", "requirepass", secrets_[4]) == b"+OK\r\n"
+        listing = w.call("CLIENT", "LIST") + w.call("ACL", "LIST") + w.call("INFO", "everything")
+        w.send_raw(b"SHUTDOWN NOSAVE\r\n")
+        p.proc.wait(10)
+        text = p.output().encode() + listing
+        assert b"Secret" not in text
+    finally:
+        p.stop()

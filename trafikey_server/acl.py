@@ -438,10 +438,12 @@ class Acl:
 
     def authenticate(self, c: Client, name: bytes, password: bytes) -> bool:
         u = self.users.get(name)
-        # The password is hashed and compared even for an unknown or
-        # disabled user, so timing does not tell which users exist.
-        ok = (u if u is not None else self.default).check_password(password)
-        if u is None or not u.enabled or not ok:
+        if u is None:
+            # Hashed and compared all the same, so timing does not tell
+            # which users exist.
+            hmac.compare_digest(digest(password), digest(b""))
+            return False
+        if not u.check_password(password) or not u.enabled:
             return False
         c.authenticated = True
         c.acl = u
