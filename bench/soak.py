@@ -42,6 +42,7 @@ import redis
 
 from . import servers
 from .memory import rss_bytes
+from .soak_memory import memory_verdict
 
 P = "emq:{soak}:"
 PENDING, ACTIVE, SCHEDULE, DEAD = P + "pending", P + "active", P + "schedule", P + "dead"
@@ -203,17 +204,6 @@ def sweeper(port: int, done: threading.Event, t: Tally) -> None:
         r.close()
 
 
-def slope_per_s(points: list[tuple[float, int]]) -> float:
-    """Least-squares slope of (t, rss) in bytes per second."""
-    n = len(points)
-    if n < 2:
-        return 0.0
-    mt = sum(p[0] for p in points) / n
-    mr = sum(p[1] for p in points) / n
-    den = sum((p[0] - mt) ** 2 for p in points)
-    return sum((p[0] - mt) * (p[1] - mr) for p in points) / den if den else 0.0
-
-
 def run(seconds: float, sample_every: float, max_growth_mib: float, mixed_clients: int, workers: int,
         keys: int, log: Any = sys.stdout) -> dict[str, Any]:
     server = servers.start_trafikey("soak")
@@ -306,23 +296,7 @@ def _soak(server: servers.Server, seconds: float, sample_every: float, max_growt
                and jobs["lost"] == 0 and jobs["unknown"] == 0 and rows_left == 0 and sets_left == [0, 0, 0, 0]
                and jobs["enqueued"] > 0)
 
-    half = [(s[0], s[1]) for s in samples if s[0] >= samples[-1][0] / 2]
-    slope = slope_per_s(half)
-    span = half[-1][0] - half[0][0] if len(half) > 1 else 0.0
-    growth = slope * span
-    memory = {
-        "samples": len(samples),
-        "rss_start_mib": round(samples[0][1] / 2**20, 2),
-        "rss_mid_mib": round(half[0][1] / 2**20, 2),
-        "rss_end_mib": round(samples[-1][1] / 2**20, 2),
-        "rss_max_mib": round(max(s[1] for s in samples) / 2**20, 2),
-        "second_half_min_mib": round(min(p[1] for p in half) / 2**20, 2),
-        "second_half_max_mib": round(max(p[1] for p in half) / 2**20, 2),
-        "second_half_slope_mib_per_min": round(slope * 60 / 2**20, 4),
-        "second_half_projected_growth_mib": round(growth / 2**20, 3),
-        "bound_mib": max_growth_mib,
-    }
-    memory_ok = len(half) >= 3 and growth <= max_growth_mib * 2**20
+    memory, memory_ok = memory_verdict([(s[0], s[1]) for s in samples], max_growth_mib)
     ok = jobs_ok and memory_ok and not merged.errors and alive == 0 and server.proc.poll() is None
     result = {
         "ok": ok, "seconds": round(samples[-1][0], 1), "ops": merged.ops, "errors": merged.errors[:20],
