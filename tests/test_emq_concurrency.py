@@ -795,7 +795,7 @@ def test_chaos_crashes_doubles_stale_tokens_sweepers_and_clock_jumps(emq: redis.
     for code in RACE_CODES:
         assert st.refusals[code] <= errors.get(code, 0) <= st.refusals[code] + len(st.unknown), code
     # Besides those, only ERR: redis-py's connection handshake sends a
-    # subcommand Valkey 9.1 does not know either, once per (re)connection.
+    # command Valkey 9.1 does not know either (ERR there too), once per connection.
     assert set(errors) <= {*RACE_CODES, "ERR"}, errors
 
     # -- the run exercised what it meant to --------------------------------------------
