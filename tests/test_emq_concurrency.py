@@ -713,6 +713,7 @@ def test_chaos_crashes_doubles_stale_tokens_sweepers_and_clock_jumps(emq: redis.
     assert not any(t.is_alive() for t in threads), "a thread did not stop"
     st = merge(parts)
     assert st.unexpected == [], st.unexpected[:20]
+    assert emq_server.proc.poll() is None and "Traceback" not in emq_server.output()
     assert violations == [], violations[:20]
     assert counts == [0, 0, 0], f"not drained after {DRAIN_DEADLINE}s: pending/active/schedule = {counts}"
     assert snapshot_violations(emq, ids) == []

@@ -142,6 +142,7 @@ def test_thousand_connections_job_lifecycle(load_server: Proc) -> None:
     dropped = [p for p in pongs if p != b"PONG"]
     assert dropped == [], f"{len(dropped)} connections did not answer PING: {dropped[:5]}"
     assert load_server.proc.poll() is None
+    assert "Traceback" not in load_server.output()
 
     c_ids = {b"c%04d" % i for i in range(N_CONN)}
     f_ids = {b"f%04d" % i for i in range(N_CONN)}
