@@ -18,6 +18,7 @@ Run: see fuzz/README.md.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import tempfile
@@ -107,7 +108,7 @@ def split(data: bytes) -> list[bytes]:
     if not body:
         return []
     edges = sorted({p % (len(body) + 1) for p in points} | {0, len(body)})
-    return [body[a:b] for a, b in zip(edges, edges[1:]) if b > a]
+    return [body[a:b] for a, b in itertools.pairwise(edges) if b > a]
 
 
 def check_replies(stream: bytes) -> None:

@@ -356,6 +356,18 @@ def _apply_appendonly(server: Any, value: bool) -> None:
     apply_appendonly(server, value)
 
 
+def _apply_maxmemory(server: Any, value: int) -> None:
+    from .limits import apply_maxmemory
+
+    apply_maxmemory(server, value)
+
+
+def _apply_obuf(server: Any, value: str) -> None:
+    from .limits import apply_obuf
+
+    apply_obuf(server, value)
+
+
 def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
@@ -568,7 +580,7 @@ def _options() -> list[Option]:
     N("max-new-connections-per-cycle", 10, 1, 1000),
     N("max-new-tls-connections-per-cycle", 1, 1, 1000),
     N("maxclients", 10000, 1, 4294967295),
-    M("maxmemory", 0, 0, 18446744073709551615),
+    M("maxmemory", 0, 0, 18446744073709551615, apply=_apply_maxmemory),
     N("maxmemory-eviction-tenacity", 10, 0, 100),
     E("maxmemory-policy", "noeviction", ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
                                          "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
@@ -692,7 +704,7 @@ def _options() -> list[Option]:
     # Options with their own syntax or checks.
     X("save", "3600 1 300 100 60 10000", _save),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-      _obuf_limits),
+      _obuf_limits, apply=_apply_obuf),
     X("oom-score-adj-values", "0 200 800", _oom_values),
     X("notify-keyspace-events", "", _keyspace_events),
     X("latency-tracking-info-percentiles", "50 99 99.9", _percentiles),

@@ -28,6 +28,7 @@ import hiredis
 from .client import Client
 from .dispatch import execute
 from .errors import ProtocolError
+from .limits import admit, check_output, obuf_class, query_buffer_exceeded
 from .parser import PyParser
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _split_length(window: bytes) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail")
+                 "tail", "obuf_soft_since")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -91,6 +92,8 @@ class Connection(asyncio.Protocol):
         # line, None when it ended with a newline: the checks above must see
         # a length or an item cut in two by the read boundary.
         self.tail: bytes | None = None
+        # When the output buffer first stood over the soft limit (seconds), 0 if not.
+        self.obuf_soft_since = 0
 
     # -- asyncio.Protocol ----------------------------------------------------
 
@@ -106,6 +109,8 @@ class Connection(asyncio.Protocol):
             return
         self.transport = transport
         server = self.server
+        if not admit(server, transport):
+            return
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
@@ -130,11 +135,21 @@ class Connection(asyncio.Protocol):
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
         c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
-        if self.py is not None or (data[0] != 42 and self.boundary):
+        # Inline requests, and every request before AUTH (Valkey refuses a
+        # long one with a protocol error), go to the exact parser.
+        if self.py is not None or (self.boundary and (data[0] != 42 or not c.authenticated)):
             self._run_python(data, out)
         else:
             self._run_hiredis(data, out)
         c.out = None
+        # The bytes read and not yet parsed, as Valkey's query buffer: hiredis
+        # trims what it has parsed once that passes 1 KB, so its length is
+        # within 1 KB of it; the limits are 1 MB at the least.
+        py = self.py
+        pending = self.reader.len() if py is None else len(py.buf) - py.pos
+        if pending > 1048576 and query_buffer_exceeded(c, pending):
+            c.closing = True
+            out.clear()
         aof = self.server.aof
         if aof is not None and aof.hold(self, out):
             return  # sent once this turn's records are written (and fsynced under always)
@@ -142,6 +157,8 @@ class Connection(asyncio.Protocol):
             payload = out[0] if len(out) == 1 else b"".join(out)
             c.tot_net_out += len(payload)
             self.transport.write(payload)
+            if self.server.obuf_normal is not None or self.server.obuf_pubsub is not None:
+                check_output(self, c, obuf_class(self.server, c))
         if c.closing:
             self.transport.close()
 
@@ -178,7 +195,9 @@ class Connection(asyncio.Protocol):
         while True:
             try:
                 req = gets()
-            except hiredis.ProtocolError:
+            except (hiredis.ProtocolError, TypeError, ValueError):
+                # TypeError: a RESP3 map or set inside a request with an
+                # aggregate as a key, which hiredis cannot hash.
                 self._fallback(out, None)
                 return
             if req is False:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .errors import CommandError
 from .keyspecs import request_keys
+from .limits import oom_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 
@@ -167,6 +168,18 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
+    if server.maxmemory:
+        oom = oom_refusal(c, cmd)
+        if oom is not None:
+            cmd.rejected_calls += 1
+            if c.multi is not None:
+                if cmd.bname == b"exec":
+                    c.discard_multi()
+                    oom = b"EXECABORT Transaction discarded because of: " + oom
+                else:
+                    flag_transaction(c)
+            server.count_error(oom)
+            return b"-" + oom + b"\r\n"
     if c.multi is not None:
         if cmd.no_multi:
             flag_transaction(c)
