@@ -362,6 +362,12 @@ def _apply_maxmemory(server: Any, value: int) -> None:
     apply_maxmemory(server, value)
 
 
+def _apply_proto_max_bulk_len(server: Any, value: int) -> None:
+    from .limits import apply_proto_max_bulk_len
+
+    apply_proto_max_bulk_len(server, value)
+
+
 def _apply_obuf(server: Any, value: str) -> None:
     from .limits import apply_obuf
 
@@ -596,7 +602,7 @@ def _options() -> list[Option]:
     S("proc-title-template", "{title} {listen-addr} {server-mode}", check=_proc_title),
     E("propagation-error-behavior", "ignore", ("ignore", "panic", "panic-on-replicas")),
     B("protected-mode", True),
-    M("proto-max-bulk-len", 536870912, 1048576, 9223372036854775807),
+    M("proto-max-bulk-len", 536870912, 1048576, 9223372036854775807, apply=_apply_proto_max_bulk_len),
     B("rdb-del-sync-files", False),
     B("rdb-save-incremental-fsync", True),
     E("rdb-version-check", "strict", ("strict", "relaxed")),

@@ -65,8 +65,15 @@ _TYPED_ITEM = b"+=("
 _TAIL = 12
 
 
-def _split_length(window: bytes) -> bool:
-    return _HUGE_COUNT(window) is not None or _HUGE_BULK(window) is not None
+def huge_bulk_pattern(limit: int) -> Any:
+    """A length with as many digits as proto-max-bulk-len may be over it:
+    such a read goes to the exact parser (``Server.huge_bulk``)."""
+    digits = len(str(limit))
+    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
+
+
+def _split_length(window: bytes, huge_bulk: Any) -> bool:
+    return _HUGE_COUNT(window) is not None or huge_bulk(window) is not None
 
 
 class Connection(asyncio.Protocol):
@@ -177,13 +184,13 @@ class Connection(asyncio.Protocol):
         tail = self.tail
         if retained is not None and (
             _HUGE_COUNT(data) is not None
-            or _HUGE_BULK(data) is not None
+            or self.server.huge_bulk(data) is not None
             or (43 in data and b"\n+" in data)
             or (61 in data and b"\n=" in data)
             or (40 in data and b"\n(" in data)
             or data.count(b"\r") != data.count(b"\r\n") + (data[-1] == 13)
             or (data[0] in _TYPED_ITEM if tail is None
-                else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL]))
+                else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))
         ):
             self._fallback(out, None)
             return

@@ -146,6 +146,12 @@ def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | Non
         conn.transport.abort()
 
 
+def apply_proto_max_bulk_len(server: Server, value: int) -> None:
+    from .connection import huge_bulk_pattern
+
+    server.huge_bulk = huge_bulk_pattern(value)
+
+
 # -- maxmemory ----------------------------------------------------------------------
 
 
@@ -164,22 +170,17 @@ def apply_maxmemory(server: Server, value: int) -> None:
 
 
 def oom_refusal(c: Client, cmd: Command) -> bytes | None:
-    """Valkey's processCommand rule: over maxmemory, refuse a deny-oom
-    command, anything to be queued in MULTI, and an EXEC whose queue holds a
-    deny-oom command."""
+    """Over maxmemory, Valkey 9.1 refuses a deny-oom command (queued in
+    MULTI or not) and an EXEC whose queue holds one; other commands are
+    queued and run as usual."""
     server = c.server
     if server.used_memory <= server.maxmemory:
         return None
-    if c.multi is not None:
-        name = (cmd.parent or cmd).bname
-        if name == b"exec":
-            if not any(q.denyoom for q, _ in c.multi):
-                return None
-        elif name in (b"discard", b"multi", b"watch", b"quit", b"reset"):
-            return None
-    elif not cmd.denyoom:
-        return None
-    return OOM
+    if cmd.denyoom:
+        return OOM
+    if c.multi and cmd.bname == b"exec" and any(q.denyoom for q, _ in c.multi):
+        return OOM
+    return None
 
 
 # -- the periodic tick ---------------------------------------------------------------

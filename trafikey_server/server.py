@@ -89,6 +89,8 @@ class Server:
         self.qbuf_disconnections = 0
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
+        self.huge_bulk: Any = None
+        limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
 
