@@ -491,3 +491,26 @@ def test_protected_mode_lets_non_loopback_in_with_password_or_off(args: tuple[st
             w.close()
         assert out[0] in (b"+PONG\r\n", b"-NOAUTH Authentication required.\r\n")
         assert out[1] == out[0]
+
+
+# -- found by the fuzzer: lengths cut into many short reads ------------------------------------
+
+SPLIT = [
+    [b"*", b"2", b"1474", b"83648", b"\r\n"],  # over INT_MAX: refused, never allocated
+    [b"*1\r\n$", b"5368", b"70913", b"\r\n"],  # over proto-max-bulk-len
+    [b"*2\r\n$1\r\na\r\n~", b"2147", b"483647\r\n"],  # a RESP3 set header inside a request
+    [b"*2\r\n$1\r\na\r\n|", b"2147", b"483647\r\n"],  # an attribute header inside a request
+]
+
+
+@pytest.mark.parametrize("reads", SPLIT, ids=["count", "bulk", "set", "attribute"])
+def test_lengths_split_across_reads(pair, reads: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+    for w in (pair.v, pair.t):
+        w.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for chunk in reads:
+        pair.v.send_raw(chunk)
+        pair.t.send_raw(chunk)
+        time.sleep(0.02)  # separate segments, so that the server sees separate reads
+    v, t = pair.v.read_until_closed(), pair.t.read_until_closed()
+    assert v.startswith(b"-ERR Protocol error")
+    assert t == v

@@ -45,6 +45,15 @@ RETAIN_LIMIT = 1 << 22
 # cost a quarter of one alternation on a typical pipelined read.
 _HUGE_COUNT = re.compile(rb"\*\d{6}").search
 _HUGE_BULK = re.compile(rb"\$\d{9}").search
+# hiredis also allocates RESP3 sets ('~'), pushes ('>') and attributes ('|')
+# eagerly, and a request may not hold one at all: a read with one of these
+# bytes before a long number goes to the exact parser too. The membership
+# tests keep the regex off the common read.
+_HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
+# Past RETAIN_LIMIT a request cannot be replayed; an aggregate header after
+# a newline is refused at once rather than allocated (a payload holding one
+# such line is refused too: the price of not keeping a copy of the request).
+_NESTED_HUGE = re.compile(rb"\n[*~>|%]\d{6}").search
 # Inside a request Valkey accepts only bulk strings ('$'); hiredis also reads
 # a simple string ('+'), a verbatim string ('=') and a big number ('(') as
 # plain bytes, so such an item would pass for an argument. Each starts a line,
@@ -73,7 +82,7 @@ def huge_bulk_pattern(limit: int) -> Any:
 
 
 def _split_length(window: bytes, huge_bulk: Any) -> bool:
-    return _HUGE_COUNT(window) is not None or huge_bulk(window) is not None
+    return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 
 class Connection(asyncio.Protocol):
@@ -182,8 +191,20 @@ class Connection(asyncio.Protocol):
             retained.append(data)
             self.retained_len += len(data)
         tail = self.tail
-        if retained is not None and (
+        if retained is None:
+            # Too large to replay: only an aggregate header too long to
+            # allocate is refused here (it can follow a newline only).
+            window = data if tail is None else tail + data
+            if (42 in data or 126 in data or 62 in data or 124 in data or 37 in data) and _NESTED_HUGE(
+                    window) is not None:
+                self.reader = hiredis.Reader()
+                c.closing = True
+                out.append(ProtocolError("expected '$', got '%s'" % chr(window[_NESTED_HUGE(window).start() + 1])
+                                         ).reply())
+                return
+        elif (
             _HUGE_COUNT(data) is not None
+            or ((126 in data or 62 in data or 124 in data or 37 in data) and _HUGE_AGG(data) is not None)
             or self.server.huge_bulk(data) is not None
             or (43 in data and b"\n+" in data)
             or (61 in data and b"\n=" in data)
@@ -194,7 +215,14 @@ class Connection(asyncio.Protocol):
         ):
             self._fallback(out, None)
             return
-        self.tail = None if data[-1] == 10 else data[-_TAIL:]
+        # A length cut into several short reads is seen whole: the tail holds
+        # up to _TAIL bytes of the line still open, across reads.
+        if data[-1] == 10:
+            self.tail = None
+        elif tail is not None and len(data) < _TAIL and 10 not in data:
+            self.tail = (tail + data)[-_TAIL:]
+        else:
+            self.tail = data[-_TAIL:]
         reader.feed(data)
         self.boundary = False
         has_data = reader.has_data
@@ -202,9 +230,10 @@ class Connection(asyncio.Protocol):
         while True:
             try:
                 req = gets()
-            except (hiredis.ProtocolError, TypeError, ValueError):
+            except (hiredis.ProtocolError, TypeError, ValueError, MemoryError):
                 # TypeError: a RESP3 map or set inside a request with an
-                # aggregate as a key, which hiredis cannot hash.
+                # aggregate as a key, which hiredis cannot hash; MemoryError:
+                # an attribute header with a count too long to allocate.
                 self._fallback(out, None)
                 return
             if req is False:
