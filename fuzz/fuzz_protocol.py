@@ -52,6 +52,9 @@ class FakeTransport:
     def close(self) -> None:
         self.closed = True
 
+    def abort(self) -> None:
+        self.closed = True
+
     def is_closing(self) -> bool:
         return self.closed
 

@@ -173,7 +173,7 @@ class Connection(asyncio.Protocol):
             payload = out[0] if len(out) == 1 else b"".join(out)
             c.tot_net_out += len(payload)
             self.transport.write(payload)
-            if self.server.obuf_normal is not None or self.server.obuf_pubsub is not None:
+            if self.server.obuf_limited:
                 check_output(self, c, obuf_class(self.server, c))
         if c.closing:
             self.transport.close()

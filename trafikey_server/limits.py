@@ -107,6 +107,9 @@ def apply_obuf(server: Server, value: str) -> None:
     server.obuf_normal = normal if normal[0] or normal[1] else None
     pubsub = limits.get("pubsub", (0, 0, 0))
     server.obuf_pubsub = pubsub if pubsub[0] or pubsub[1] else None
+    # Pub/sub limits matter only to subscribed clients, which the server has
+    # none of without SUBSCRIBE: the normal class alone turns checks on.
+    server.obuf_limited = server.obuf_normal is not None
 
 
 def obuf_class(server: Server, c: Client) -> tuple[int, int, int] | None:

@@ -84,6 +84,7 @@ class Server:
         self.used_memory = 0
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
+        self.obuf_limited = False
         self.obuf_watch: set[Connection] = set()
         self.rejected_connections = 0
         self.qbuf_disconnections = 0
