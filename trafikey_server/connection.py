@@ -63,10 +63,11 @@ _NESTED_HUGE = re.compile(rb"\n[*~>|%]\d{6}").search
 # bytes are rare in requests: a read without them costs three memchr scans;
 # a payload that holds one after a newline only takes the slower, exact path.
 _TYPED_ITEM = b"+=("
+_LONE_CR = re.compile(rb"\r[^\n]").search
 # Valkey 9.1 refuses a header line whose CR is not followed by LF ("invalid
 # CRLF in request") where hiredis looks for the pair and would wait, or read
 # on. A CR without its LF in a read (a pair cut by the read boundary aside)
-# sends the read to the exact parser: two counts per read, none per request.
+# sends the read to the exact parser: one scan per read, none per request.
 # A bulk followed by two bytes other than CRLF with no lone CR among them is
 # left to hiredis, which skips them unread.
 # Enough bytes either side of a read boundary to hold any length that is
@@ -209,7 +210,7 @@ class Connection(asyncio.Protocol):
             or (43 in data and b"\n+" in data)
             or (61 in data and b"\n=" in data)
             or (40 in data and b"\n(" in data)
-            or data.count(b"\r") != data.count(b"\r\n") + (data[-1] == 13)
+            or _LONE_CR(data) is not None
             or (data[0] in _TYPED_ITEM if tail is None
                 else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))
         ):
