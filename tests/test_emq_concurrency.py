@@ -33,6 +33,20 @@ Then it checks what the spec guarantees whatever the interleaving:
 * conservation, from the replies alone: every entry into pending took one
   sequence number and was claimed once, and every claim left active by
   exactly one recorded move.
+
+The chaos test goes further on the same queue: ten workers whose leases
+(2-5 s) are expired by a thread that jumps the server's test clock
+(``TRAFIKEY.CLOCK ADVANCE``: small steps often, now and then a step past
+every lease), three sweepers running PROMOTE and STALLED.CHECK at once, and
+holders that crash by dropping their connection (holding the lease, in the
+middle of a COMPLETE frame, between MULTI and EXEC, or before reading
+COMPLETE's reply), stall, complete twice, present stale tokens (``n+1``,
+``n-1``, ``"0n"``), race a rival connection sending the same COMPLETE, or
+come back as zombies. At the end every job was completed exactly once
+(counting a COMPLETE whose reply was never read only where the lease
+accounting proves it took effect) or is dead, every lease ended exactly
+once, every command with a stale token was refused, and the server's
+error counters match the refusals the clients saw.
 """
 
 from __future__ import annotations
@@ -407,3 +421,385 @@ def test_twenty_workers_five_thousand_jobs(emq: redis.Redis, emq_server: Proc) -
     assert stats.swept_requeued and stats.swept_dead, "no stall was recovered"
     assert fail_counts[b"pending"] and fail_counts[b"scheduled"] and fail_counts[b"dead"] - repeats > 0
     assert stats.delays and stats.requeues and stats.promoted
+
+
+# -- chaos: crashes, doubles, stale tokens, racing rivals, many sweepers, a jumping clock --
+
+CHAOS_JOBS = 2000
+CHAOS_WORKERS = 10
+CHAOS_SWEEPERS = 3
+CHAOS_RIVALS = 2
+SETTLE_REPLIES = {"EMQ.COMPLETE": 1, "EMQ.DELAY": 1, "EMQ.REQUEUE": 1}
+
+
+def chaos_action(jid: bytes, attempt: int) -> str:
+    """What the holder of (jid, attempt) does; about 2% of jobs fail every
+    attempt and 2% are dropped every attempt, so both roads to dead are
+    taken; the rest draw per attempt."""
+    fate = doom(jid)
+    if fate:
+        return {"fail": "stale-fail", "stall": "drop"}[fate]
+    r = zlib.crc32(b"chaos:%s:%d" % (jid, attempt)) % 100
+    for bound, what in (
+        (30, "complete-twice"), (38, "race"), (46, "stale-fail"), (52, "extend-complete"), (58, "drop"),
+        (62, "drop-half-frame"), (66, "drop-in-multi"), (70, "drop-after-send"), (76, "slow"),
+        (80, "delay"), (84, "requeue"), (88, "fail-backoff"), (94, "zombie-complete"),
+    ):
+        if r < bound:
+            return what
+    return "zombie-fail"
+
+
+@dataclass
+class Chaos:
+    """What one thread saw; merged after the threads are joined."""
+
+    claims: list[tuple[bytes, int]] = field(default_factory=list)
+    # Lease endings a reply proved: (id, token, verb, reply).
+    ends: list[tuple[bytes, int, str, bytes | int]] = field(default_factory=list)
+    # COMPLETE sent on a connection dropped before its reply was read.
+    unknown: list[tuple[bytes, int]] = field(default_factory=list)
+    # Commands that must never succeed: (what, reply or refusal code).
+    stale: list[tuple[str, str]] = field(default_factory=list)
+    refusals: Counter[str] = field(default_factory=Counter)
+    extends: int = 0
+    drops: int = 0
+    promoted: int = 0
+    swept_requeued: list[bytes] = field(default_factory=list)
+    swept_dead: list[bytes] = field(default_factory=list)
+    sweeps: int = 0
+    jumps: int = 0
+    unexpected: list[str] = field(default_factory=list)
+
+    def send(self, r: redis.Redis, *args: object) -> object | None:
+        """One verb; a race refusal is an outcome (None), counted by code."""
+        try:
+            return r.execute_command(*args)
+        except redis.ResponseError as e:
+            code = str(e).split(" ", 1)[0]
+            if code in RACE_CODES:
+                self.refusals[code] += 1
+            else:
+                self.unexpected.append(f"{args!r} -> {e}")
+            return None
+
+    def never(self, r: redis.Redis, what: str, *args: object) -> None:
+        """A command whose token is stale by construction: it must be refused."""
+        try:
+            got = r.execute_command(*args)
+        except redis.ResponseError as e:
+            code = str(e).split(" ", 1)[0]
+            if code in RACE_CODES:
+                self.refusals[code] += 1
+            self.stale.append((what, code))
+            return
+        self.stale.append((what, f"ACCEPTED {got!r}"))
+
+    def settle(self, r: redis.Redis, jid: bytes, token: int, *args: object) -> None:
+        """A settling verb with the holder's token; a success ends the lease."""
+        verb = str(args[0])
+        got = self.send(r, *args)
+        if got is not None:
+            if verb in SETTLE_REPLIES and got != SETTLE_REPLIES[verb]:
+                self.unexpected.append(f"{verb} {jid!r} -> {got!r}")
+            self.ends.append((jid, token, verb, got))  # type: ignore[arg-type]
+
+
+def complete_args(jid: bytes, token: int | bytes) -> tuple[object, ...]:
+    return ("EMQ.COMPLETE", 2, ACTIVE, P, jid, token)
+
+
+def fail_args(jid: bytes, token: int | bytes, backoff: int) -> tuple[object, ...]:
+    return ("EMQ.FAIL", 5, ACTIVE, PENDING, SCHEDULE, DEAD, P, jid, token, MAX_ATTEMPTS, backoff, "boom")
+
+
+def chaos_worker(port: int, seed: int, stop: threading.Event, rivals: list[tuple[bytes, int]],
+                 rival_cv: threading.Condition, st: Chaos) -> None:
+    """Claim and misbehave until told to stop. Leases are long on the real
+    clock (2-5 s); what expires them is the clock thread's jumps."""
+    r = redis.Redis(port=port, socket_timeout=20, single_connection_client=True)
+    rng = random.Random(seed)
+    zombies: list[tuple[float, str, bytes, int]] = []
+    try:
+        while not stop.is_set():
+            now = time.monotonic()
+            for z in [z for z in zombies if z[0] <= now]:
+                zombies.remove(z)
+                _, what, zid, zt = z
+                args = complete_args(zid, zt) if what == "complete" else fail_args(zid, zt, 0)
+                st.settle(r, zid, zt, *args)
+            try:
+                got = r.execute_command("EMQ.CLAIM", 3, PENDING, ACTIVE, P, rng.randint(2000, 5000))
+            except redis.ResponseError as e:
+                st.unexpected.append(f"CLAIM -> {e}")
+                continue
+            if not got:
+                time.sleep(0.005)
+                continue
+            jid, payload, token = got
+            st.claims.append((jid, token))
+            if payload != payload_of(jid):
+                st.unexpected.append(f"payload of {jid!r}: {payload!r}")
+            what = chaos_action(jid, token)
+            conn = r.connection
+            assert conn is not None
+            if what == "complete-twice":
+                st.settle(r, jid, token, *complete_args(jid, token))
+                st.never(r, "second COMPLETE", *complete_args(jid, token))
+            elif what == "race":  # a rival sends the same COMPLETE at the same time
+                with rival_cv:
+                    rivals.append((jid, token))
+                    rival_cv.notify()
+                st.settle(r, jid, token, *complete_args(jid, token))
+            elif what == "stale-fail":  # tokens that are not this lease's, then the real FAIL
+                st.never(r, "FAIL with token+1", *fail_args(jid, token + 1, 0))
+                st.never(r, "FAIL with token 0-padded", *fail_args(jid, b"0%d" % token, 0))
+                if token > 1:
+                    st.never(r, "FAIL with token-1", *fail_args(jid, token - 1, 0))
+                    st.never(r, "EXTEND with token-1", "EMQ.EXTEND", 2, ACTIVE, P, jid, token - 1, 5000)
+                st.settle(r, jid, token, *fail_args(jid, token, 0))
+            elif what == "extend-complete":
+                if st.send(r, "EMQ.EXTEND", 2, ACTIVE, P, jid, token, 5000) == 1:
+                    st.extends += 1
+                st.settle(r, jid, token, *complete_args(jid, token))
+            elif what == "drop":  # the worker process dies holding the lease
+                conn.disconnect()
+                st.drops += 1
+            elif what == "drop-half-frame":  # dies in the middle of sending COMPLETE
+                frame = b"".join(conn.pack_command(*complete_args(jid, token)))
+                conn.send_packed_command([frame[: len(frame) // 2]], check_health=False)
+                conn.disconnect()
+                st.drops += 1
+            elif what == "drop-in-multi":  # dies between MULTI and EXEC
+                conn.send_packed_command(conn.pack_commands([("MULTI",), complete_args(jid, token)]))
+                conn.disconnect()
+                st.drops += 1
+            elif what == "drop-after-send":  # dies before reading COMPLETE's reply
+                conn.send_packed_command(conn.pack_command(*complete_args(jid, token)))
+                conn.disconnect()
+                st.unknown.append((jid, token))
+                st.drops += 1
+            elif what == "slow":  # stalls while the clock may jump, then completes
+                time.sleep(rng.uniform(0.02, 0.1))
+                st.settle(r, jid, token, *complete_args(jid, token))
+            elif what == "delay":
+                st.settle(r, jid, token, "EMQ.DELAY", 3, ACTIVE, SCHEDULE, P, jid, token, 50)
+            elif what == "requeue":
+                st.settle(r, jid, token, "EMQ.REQUEUE", 3, ACTIVE, PENDING, P, jid, token)
+            elif what == "fail-backoff":
+                st.settle(r, jid, token, *fail_args(jid, token, rng.randint(10, 100)))
+            elif what.startswith("zombie-"):  # vanishes, comes back later with its token
+                zombies.append((time.monotonic() + rng.uniform(0.05, 0.3), what[7:], jid, token))
+            else:
+                st.unexpected.append(f"unknown action {what}")
+    except Exception as e:
+        st.unexpected.append(f"worker {seed} crashed: {e!r}")
+    finally:
+        r.close()
+
+
+def chaos_rival(port: int, stop: threading.Event, rivals: list[tuple[bytes, int]],
+                rival_cv: threading.Condition, st: Chaos) -> None:
+    r = redis.Redis(port=port, socket_timeout=20)
+    try:
+        while not stop.is_set():
+            with rival_cv:
+                if not rivals:
+                    rival_cv.wait(0.05)
+                    continue
+                jid, token = rivals.pop()
+            st.settle(r, jid, token, *complete_args(jid, token))
+    except Exception as e:
+        st.unexpected.append(f"rival crashed: {e!r}")
+    finally:
+        r.close()
+
+
+def chaos_clock(port: int, seed: int, stop: threading.Event, st: Chaos) -> None:
+    """Moves the server's clock forward in jumps: small ones often, and now
+    and then one past every lease, so whole batches expire at once."""
+    r = redis.Redis(port=port, socket_timeout=20)
+    rng = random.Random(seed)
+    try:
+        while not stop.is_set():
+            step = 6000 if rng.random() < 0.03 else rng.randint(0, 150)
+            r.execute_command("TRAFIKEY.CLOCK", "ADVANCE", step)
+            st.jumps += 1
+            time.sleep(0.02)
+    except Exception as e:
+        st.unexpected.append(f"clock crashed: {e!r}")
+    finally:
+        r.close()
+
+
+def chaos_sweeper(port: int, stop: threading.Event, st: Chaos) -> None:
+    r = redis.Redis(port=port, socket_timeout=20)
+    try:
+        while not stop.is_set():
+            try:
+                st.promoted += r.execute_command("EMQ.PROMOTE", 3, SCHEDULE, PENDING, P, 100)
+                requeued, dead = r.execute_command("EMQ.STALLED.CHECK", 4, ACTIVE, PENDING, DEAD, P, MAX_STALLED, 100)
+            except redis.ResponseError as e:
+                st.unexpected.append(f"sweeper -> {e}")
+                continue
+            st.swept_requeued.extend(requeued)
+            st.swept_dead.extend(dead)
+            st.sweeps += 1
+            time.sleep(0.005)
+    except Exception as e:
+        st.unexpected.append(f"sweeper crashed: {e!r}")
+    finally:
+        r.close()
+
+
+def merge(parts: list[Chaos]) -> Chaos:
+    out = Chaos()
+    for s in parts:
+        for name in ("claims", "ends", "unknown", "stale", "swept_requeued", "swept_dead", "unexpected"):
+            getattr(out, name).extend(getattr(s, name))
+        out.refusals.update(s.refusals)
+        for name in ("extends", "drops", "promoted", "sweeps", "jumps"):
+            setattr(out, name, getattr(out, name) + getattr(s, name))
+    return out
+
+
+def test_chaos_crashes_doubles_stale_tokens_sweepers_and_clock_jumps(emq: redis.Redis, emq_server: Proc) -> None:
+    ids = [b"c%04d" % i for i in range(CHAOS_JOBS)]
+    pipe = emq.pipeline(transaction=False)
+    for jid in ids:
+        pipe.execute_command("EMQ.ENQUEUE", 2, PENDING, P, jid, payload_of(jid))
+    assert pipe.execute() == ids
+    emq.config_resetstat()
+
+    stop = threading.Event()
+    rivals: list[tuple[bytes, int]] = []
+    rival_cv = threading.Condition()
+    parts = [Chaos() for _ in range(CHAOS_WORKERS + CHAOS_RIVALS + CHAOS_SWEEPERS + 1)]
+    port = emq_server.port
+    threads = [threading.Thread(target=chaos_worker, args=(port, i, stop, rivals, rival_cv, parts[i]))
+               for i in range(CHAOS_WORKERS)]
+    k = CHAOS_WORKERS
+    threads += [threading.Thread(target=chaos_rival, args=(port, stop, rivals, rival_cv, parts[k + i]))
+                for i in range(CHAOS_RIVALS)]
+    k += CHAOS_RIVALS
+    threads += [threading.Thread(target=chaos_sweeper, args=(port, stop, parts[k + i]))
+                for i in range(CHAOS_SWEEPERS)]
+    threads.append(threading.Thread(target=chaos_clock, args=(port, 7, stop, parts[-1])))
+    for t in threads:
+        t.daemon = True
+        t.start()
+
+    end = time.monotonic() + DRAIN_DEADLINE
+    counts: list[int] = []
+    violations: list[str] = []
+    rounds = 0
+    try:
+        while True:
+            rounds += 1
+            if rounds % 8 == 1:
+                violations += snapshot_violations(emq, ids)
+                if violations:
+                    break
+            tx = emq.pipeline(transaction=True)
+            tx.zcard(PENDING).zcard(ACTIVE).zcard(SCHEDULE)
+            counts = tx.execute()
+            if counts == [0, 0, 0] or any(s.unexpected for s in parts) or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not any(t.is_alive() for t in threads), "a thread did not stop"
+    st = merge(parts)
+    assert st.unexpected == [], st.unexpected[:20]
+    assert emq_server.proc.poll() is None and "Traceback" not in emq_server.output()
+    assert violations == [], violations[:20]
+    assert counts == [0, 0, 0], f"not drained after {DRAIN_DEADLINE}s: pending/active/schedule = {counts}"
+    assert snapshot_violations(emq, ids) == []
+
+    # -- every stale holder was refused ------------------------------------------------
+    accepted = [s for s in st.stale if s[1].startswith("ACCEPTED")]
+    assert accepted == [], accepted[:20]
+    stale_codes = Counter(code for what, code in st.stale)
+    assert set(stale_codes) <= set(RACE_CODES), stale_codes
+    second = Counter(code for what, code in st.stale if what == "second COMPLETE")
+    assert set(second) == {"EMQNOJOB"}, second  # ids are never reused: the row is gone
+    assert stale_codes["EMQLEASE"] > 0
+
+    # -- fencing tokens: 1..n per id ---------------------------------------------------
+    all_ids = set(ids)
+    tokens: dict[bytes, list[int]] = defaultdict(list)
+    for jid, a in st.claims:
+        tokens[jid].append(a)
+    assert set(tokens) == all_ids, "a job was never claimed"
+    for jid, seen in tokens.items():
+        assert sorted(seen) == list(range(1, len(seen) + 1)), (jid, sorted(seen))
+
+    # -- each lease ended exactly once -------------------------------------------------
+    # A lease ends by one successful settle of its holder, or by one sweep. A
+    # FAIL answered "dead" for a row a sweep already killed is a repeated
+    # terminal failure (it wrote nothing) and ends nothing.
+    swept_dead = set(st.swept_dead)
+    assert len(swept_dead) == len(st.swept_dead), "a sweep reported the same death twice"
+    by_token: Counter[tuple[bytes, int]] = Counter()
+    ended: Counter[bytes] = Counter()
+    completed: Counter[bytes] = Counter()
+    fail_replies: Counter[bytes] = Counter()
+    for jid, token, verb, reply in st.ends:
+        if verb == "EMQ.FAIL":
+            fail_replies[reply] += 1  # type: ignore[index]
+            if reply == b"dead" and jid in swept_dead:
+                continue
+        by_token[(jid, token)] += 1
+        ended[jid] += 1
+        if verb == "EMQ.COMPLETE":
+            completed[jid] += 1
+    assert max(by_token.values()) == 1, [k for k, n in by_token.items() if n > 1][:20]
+    assert max(completed.values()) == 1, "a job was completed twice"
+    for jid in st.swept_requeued + st.swept_dead:
+        ended[jid] += 1
+    unknown = Counter(jid for jid, _ in st.unknown)
+    dead = set(emq.zrange(DEAD, 0, -1))
+    rows = {k[len(P + "job:"):] for k in emq.scan_iter(match=P + "job:*", count=1000)}
+    assert rows == dead
+    silent = set()  # completed by a COMPLETE whose reply was never read
+    for jid in all_ids:
+        gap = len(tokens[jid]) - ended[jid]
+        assert 0 <= gap <= unknown[jid], (jid, len(tokens[jid]), ended[jid], unknown[jid])
+        if gap:
+            silent.add(jid)
+
+    # -- every job completed exactly once, or dead -------------------------------------
+    done = set(completed) | silent
+    assert set(completed) & silent == set()
+    assert done & dead == set(), "completed and dead"
+    assert done | dead == all_ids, f"lost: {sorted(all_ids - done - dead)[:20]}"
+    for jid in dead:
+        row = emq.hgetall((P + "job:").encode() + jid)
+        assert row[b"state"] == b"dead" and int(row[b"attempts"]) == len(tokens[jid]), (jid, row)
+        failures, stalled = int(row.get(b"failures", b"0")), int(row.get(b"stalled", b"0"))
+        assert failures == MAX_ATTEMPTS or stalled == MAX_STALLED + 1, (jid, row)
+
+    # -- counters consistent -----------------------------------------------------------
+    requeues = sum(1 for e in st.ends if e[2] == "EMQ.REQUEUE")
+    delays = sum(1 for e in st.ends if e[2] == "EMQ.DELAY")
+    entries_into_pending = (
+        CHAOS_JOBS + fail_replies[b"pending"] + st.promoted + len(st.swept_requeued) + requeues
+    )
+    assert len(st.claims) == entries_into_pending
+    assert emq.get(SEQ) == str(entries_into_pending).encode()
+    assert st.promoted == fail_replies[b"scheduled"] + delays
+    # The server's error counters saw every refusal the clients saw, and no
+    # more than those plus the replies nobody read.
+    errors = {k.removeprefix("errorstat_"): v["count"] for k, v in emq.info("errorstats").items()}
+    for code in RACE_CODES:
+        assert st.refusals[code] <= errors.get(code, 0) <= st.refusals[code] + len(st.unknown), code
+    # Besides those, only ERR: redis-py's connection handshake sends a
+    # command Valkey 9.1 does not know either (ERR there too), once per connection.
+    assert set(errors) <= {*RACE_CODES, "ERR"}, errors
+
+    # -- the run exercised what it meant to --------------------------------------------
+    assert st.jumps and st.sweeps and st.drops and st.extends and silent
+    assert st.swept_requeued and st.swept_dead and fail_replies[b"dead"]
+    assert requeues and delays and st.promoted

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .resp import ENCODERS, RESP2, Encoder
 
 if TYPE_CHECKING:
+    from .acl import User
     from .db import Db
     from .registry import Command
     from .server import Server
@@ -39,7 +40,7 @@ class Client:
         "last_interaction", "last_cmd", "transport", "no_evict", "no_touch",
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
-        "out",
+        "out", "acl", "unrestricted",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -51,8 +52,13 @@ class Client:
         self.name = b""
         self.lib_name = b""
         self.lib_ver = b""
-        self.authenticated = not server.requires_auth()
+        # Valkey's c->flag.authenticated: set by AUTH / HELLO AUTH, or at
+        # connection time when the default user takes no password.
+        self.authenticated = not server.acl.auth_required()
         self.user = b"default"
+        self.acl: User = server.acl.default
+        # Dispatch's fast path: authenticated and allowed everything (acl.refresh).
+        self.unrestricted = self.authenticated and self.acl.unrestricted
         self.multi: list[tuple[Command, list[bytes]]] | None = None
         self.multi_error = False
         # (db, key) -> Watch, in WATCH order.

@@ -374,6 +374,11 @@ def _apply_obuf(server: Any, value: str) -> None:
     apply_obuf(server, value)
 
 
+def _apply_requirepass(server: Any, value: str) -> None:
+    """requirepass is the default user's password (acl.Acl.set_requirepass)."""
+    server.acl.set_requirepass(value)
+
+
 def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
@@ -626,7 +631,7 @@ def _options() -> list[Option]:
     N("replica-priority", 100, 0, 2147483647, aliases=("slave-priority",)),
     B("replica-read-only", True, aliases=("slave-read-only",)),
     B("replica-serve-stale-data", True, aliases=("slave-serve-stale-data",)),
-    S("requirepass", "", sensitive=True),
+    S("requirepass", "", sensitive=True, apply=_apply_requirepass),
     N("set-max-intset-entries", 512, 0, 9223372036854775807),
     N("set-max-listpack-entries", 128, 0, 9223372036854775807),
     N("set-max-listpack-value", 64, 0, 9223372036854775807),

@@ -275,7 +275,7 @@ class Connection(asyncio.Protocol):
             out.append(ProtocolError("invalid bulk length").reply())
             return
         py = PyParser(self.server.config.proto_max_bulk_len)
-        py.auth_required = not c.authenticated
+        py.auth_required = not c.authenticated and c.server.acl.auth_required()
         py.feed(b"".join(retained))
         retained.clear()
         self.retained_len = 0
@@ -293,7 +293,7 @@ class Connection(asyncio.Protocol):
         if py is None:
             py = self.py = PyParser(self.server.config.proto_max_bulk_len)
         assert self.client is not None
-        py.auth_required = not self.client.authenticated
+        py.auth_required = not self.client.authenticated and self.client.server.acl.auth_required()
         py.feed(data)
         self._drain(out)
 
@@ -315,7 +315,7 @@ class Connection(asyncio.Protocol):
             out.append(execute(c, req))
             if c.closing:
                 return
-            py.auth_required = not c.authenticated
+            py.auth_required = not c.authenticated and c.server.acl.auth_required()
         if py.idle():
             # Back to hiredis at a request boundary.
             self.py = None

@@ -13,6 +13,7 @@ import sys
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
+from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
 from .limits import oom_refusal
@@ -83,13 +84,14 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
 def execute(c: Client, argv: list[bytes]) -> bytes:
     """Run one request from a client and return its encoded reply.
 
-    The common case (an authenticated client outside MULTI, no busy
+    The common case (an authenticated client whose user may run
+    anything on any key (``unrestricted``), outside MULTI, no busy
     script, no slot checks, a plain command spelled as the table or in
     capitals, the right number of arguments) goes straight to ``call``;
     everything else takes Valkey's full sequence of checks below."""
     server = c.server
     cmd = server.table.fast.get(argv[0])
-    if (cmd is not None and c.multi is None and c.authenticated and server.busy_run is None
+    if (cmd is not None and c.multi is None and c.unrestricted and server.busy_run is None
             and not server.slot_checks):
         a = cmd.arity
         if (len(argv) == a) if a > 0 else (len(argv) >= -a):
@@ -132,13 +134,17 @@ def _failed(c: Client, cmd: Command, t0: int) -> bytes:
 
 def _execute(c: Client, argv: list[bytes]) -> bytes:
     server = c.server
-    if not c.authenticated:
+    if not c.authenticated and server.acl.auth_required():
         # Valkey refuses an unauthenticated client before it looks at the
         # command's arity or even whether the command exists.
         root = server.table.lookup(argv[0])
         if root is None or not root.no_auth:
             if root is not None:
                 root.rejected_calls += 1
+                if root.bname == b"exec":
+                    return _exec_abort(c, NOAUTH.msg)
+            if c.multi is not None:
+                flag_transaction(c)
             server.count_error(NOAUTH.msg)
             return NOAUTH.reply()
     try:
@@ -148,6 +154,16 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             flag_transaction(c)
         server.count_error(e.msg)
         return e.reply()
+    if c.multi is not None and cmd.no_multi:
+        flag_transaction(c)
+        cmd.rejected_calls += 1
+        err = b"ERR Command '%s' not allowed inside a transaction" % cmd.bname
+        server.count_error(err)
+        return b"-" + err + b"\r\n"
+    if not c.acl.unrestricted:
+        refused = _acl_refusal(c, cmd, argv)
+        if refused is not None:
+            return refused
     if server.busy_run is not None and not cmd.allow_busy:
         msg = BUSY_EVAL if server.busy_run.eval_mode else BUSY_FUNCTION
         if c.multi is not None:
@@ -181,12 +197,6 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
     if c.multi is not None:
-        if cmd.no_multi:
-            flag_transaction(c)
-            cmd.rejected_calls += 1
-            err = b"ERR Command '%s' not allowed inside a transaction" % cmd.bname
-            server.count_error(err)
-            return b"-" + err + b"\r\n"
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
             # A doomed transaction answers QUEUED but keeps nothing, as
@@ -195,6 +205,31 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                 c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
+
+
+def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
+    """Valkey's ACL check in processCommand: NOPERM, and a transaction
+    being queued is doomed."""
+    reason, _ = c.acl.denial(cmd, argv)
+    if not reason:
+        return None
+    cmd.rejected_calls += 1
+    msg = b"NOPERM " + error_text(reason, c.acl, cmd)
+    if cmd.bname == b"exec":
+        return _exec_abort(c, msg)
+    if c.multi is not None:
+        flag_transaction(c)
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
+
+
+def _exec_abort(c: Client, msg: bytes) -> bytes:
+    """Valkey's execCommandAbort: EXEC refused before it runs ends the
+    transaction, and says why."""
+    c.discard_multi()
+    msg = b"EXECABORT Transaction discarded because of: " + msg
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
 
 
 def _slots_ok(c: Client, cmd: Command, argv: list[bytes]) -> bool:

@@ -66,7 +66,7 @@ def admit(server: Server, transport: Any) -> bool:
     refusal = None
     if len(server.clients) >= server.config.values["maxclients"]:
         refusal = MAXCLIENTS
-    elif (server.config.values["protected-mode"] and not server.requires_auth()
+    elif (server.config.values["protected-mode"] and server.acl.default.nopass
           and not _is_local(transport.get_extra_info("peername"))):
         refusal = PROTECTED
     if refusal is None:

@@ -49,6 +49,10 @@ class Server:
         self.dbs = [Db(i, self.clock) for i in range(config.databases)]
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
+        from .acl import Acl
+
+        # Users and permissions; requirepass is the default user's password.
+        self.acl = Acl(self)
         self._next_id = 0
         self.started_at = time.time()
         self.started_mono = time.monotonic()
@@ -105,7 +109,7 @@ class Server:
     # -- clients -------------------------------------------------------------
 
     def requires_auth(self) -> bool:
-        return bool(self.config.requirepass)
+        return self.acl.auth_required()
 
     def next_client_id(self) -> int:
         self._next_id += 1

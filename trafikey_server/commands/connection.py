@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..acl import refresh
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, PONG, bulk
@@ -52,24 +53,15 @@ def set_client_name(c: Client, name: bytes) -> None:
 WRONGPASS = b"WRONGPASS invalid username-password pair or user is disabled."
 
 
-def check_password(c: Client, user: bytes, password: bytes) -> bool:
-    """The default user is the only user: with no requirepass it takes any
-    password, as Valkey's ``nopass`` default user does."""
-    if user != b"default":
-        return False
-    required = c.server.config.requirepass
-    if not required:
-        return True
-    import hmac
-
-    return hmac.compare_digest(required.encode(), password)
-
-
 def auth(c: Client, argv: list[bytes]) -> bytes:
+    """AUTH [user] password (Valkey's authCommand). The password is hashed
+    and compared in constant time (acl.User.check_password) and never kept
+    or logged."""
     if len(argv) > 3:
         raise CommandError(b"ERR syntax error")
+    acl = c.server.acl
     if len(argv) == 2:
-        if not c.server.config.requirepass:
+        if acl.default.nopass:
             raise CommandError(
                 b"ERR AUTH <password> called without any password configured for the default user. "
                 b"Are you sure your configuration is correct?"
@@ -77,10 +69,8 @@ def auth(c: Client, argv: list[bytes]) -> bytes:
         user, password = b"default", argv[1]
     else:
         user, password = argv[1], argv[2]
-    if not check_password(c, user, password):
+    if not acl.authenticate(c, user, password):
         raise CommandError(WRONGPASS)
-    c.authenticated = True
-    c.user = user
     return OK
 
 
@@ -104,14 +94,14 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
             i += 3
         elif opt == b"setname" and more >= 1:
             name = argv[i + 1]
+            if not _valid_name(name):
+                raise CommandError(b"ERR Client names cannot contain spaces, newlines or special characters.")
             i += 2
         else:
             raise CommandError(b"ERR Syntax error in HELLO option '%s'" % argv[i])
     if user is not None and password is not None:
-        if not check_password(c, user, password):
+        if not c.server.acl.authenticate(c, user, password):
             raise CommandError(WRONGPASS)
-        c.authenticated = True
-        c.user = user
     if not c.authenticated:
         raise CommandError(
             b"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
@@ -153,6 +143,11 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.name = b""
     c.no_evict = False
     c.no_touch = False
+    # Valkey's clientSetDefaultAuth: back to the default user, logged in
+    # only if that user takes no password.
+    acl = c.server.acl
     c.user = b"default"
-    c.authenticated = not c.server.requires_auth()
+    c.acl = acl.default
+    c.authenticated = not acl.auth_required()
+    refresh(c)
     return b"+RESET\r\n"

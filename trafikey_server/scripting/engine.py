@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
 
+from ..acl import error_text
 from ..client import Client
 from ..dispatch import call
 from ..errors import CommandError
@@ -116,7 +117,7 @@ class Run:
     """What is known about the script that is running right now."""
 
     __slots__ = ("caller", "argv", "name", "eval_mode", "read_only", "allow_cross_slot", "dirty", "killed", "start",
-                 "timed_out", "slot", "shutdown")
+                 "timed_out", "slot", "shutdown", "acl")
 
     def __init__(self, caller: Client, argv: list[bytes], name: bytes, eval_mode: bool, read_only: bool,
                  cross_slot: bool) -> None:
@@ -132,6 +133,8 @@ class Run:
         self.timed_out = False
         self.start = time.monotonic()
         self.slot = -1
+        # The caller's user when its commands must be checked (acl.User), else None.
+        self.acl = None if caller.acl.unrestricted else caller.acl
 
 
 def sha1hex(data: bytes) -> bytes:
@@ -356,6 +359,10 @@ class Engine:
             return self._refuse(cmd, b"ERR Wrong number of args calling command from script")
         if cmd.noscript:
             return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
+        if run.acl is not None:
+            reason, _ = run.acl.denial(cmd, argv)
+            if reason:
+                return self._refuse(cmd, b"ERR ACL failure in script: " + error_text(reason, run.acl, cmd))
         if cmd.write:
             if run.read_only:
                 return self._refuse(cmd, b"ERR Write commands are not allowed from read-only scripts.")
@@ -451,9 +458,11 @@ class Engine:
         argv = _argv(args)
         if type(argv) is bytes:
             raise Raise(argv)
-        if self._lookup(argv, strict=True) is None:
+        cmd = self._lookup(argv, strict=True)
+        if cmd is None:
             raise Raise(b"ERR Invalid command passed to server.acl_check_cmd()")
-        return True
+        run = self.run
+        return run is None or run.acl is None or not run.acl.denial(cmd, argv)[0]
 
     def _argerror(self, narg: int, extramsg: bytes) -> Raise:
         """luaL_argerror from an API function: the text names the function
@@ -573,6 +582,7 @@ class Engine:
         c.db = caller.db
         c.set_protocol(2)
         c.user = caller.user
+        c.acl = caller.acl
         self.run = run
         threshold = self.server.config.values.get("busy-reply-threshold", 5000)
         # Time stands still while a script runs: TIME and key expiry see the
