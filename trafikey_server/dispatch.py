@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
+from .limits import oom_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 
@@ -183,6 +184,18 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
+    if server.maxmemory:
+        oom = oom_refusal(c, cmd)
+        if oom is not None:
+            cmd.rejected_calls += 1
+            if c.multi is not None:
+                if cmd.bname == b"exec":
+                    c.discard_multi()
+                    oom = b"EXECABORT Transaction discarded because of: " + oom
+                else:
+                    flag_transaction(c)
+            server.count_error(oom)
+            return b"-" + oom + b"\r\n"
     if c.multi is not None:
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
