@@ -730,6 +730,7 @@ def _options() -> list[Option]:
 class Config:
     options: dict[str, Option] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    file: str = ""  # the config file the server started with, absolute (CONFIG REWRITE, INFO)
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -787,6 +788,7 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
     config = config or Config()
     args = list(argv)
     if args and not args[0].startswith("--"):
+        config.file = os.path.abspath(args[0])
         load_file(config, args.pop(0))
     directives: list[tuple[str, list[str]]] = []
     for a in args:
