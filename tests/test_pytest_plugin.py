@@ -174,3 +174,13 @@ def test_bad_persistence_is_a_usage_error(project: pytest.Pytester) -> None:
     result = run(project)
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*trafikey_persistence must be one of none, rdb, aof*"])
+
+
+def test_readme_example(project: pytest.Pytester) -> None:
+    """The README's example, as printed there, passes."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## In a pytest suite", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 10
+    project.makepyfile(test_readme=code)
+    run(project).assert_outcomes(passed=1)
