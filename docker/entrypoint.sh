@@ -28,6 +28,7 @@ if [ "$1" = 'trafikey-server' ]; then
 	# directory to the server's user and run as that user
 	if [ "$(id -u)" = '0' ] && id -u trafikey >/dev/null 2>&1; then
 		find . \! -user trafikey -exec chown trafikey '{}' +
+		# shellcheck disable=SC2086  # extra flags are words on purpose
 		exec setpriv --reuid=trafikey --regid=trafikey --clear-groups -- "$@" $TRAFIKEY_EXTRA_FLAGS
 	fi
 fi

