@@ -115,6 +115,8 @@ def test_asyncio_client(trafikey_async):
         return await trafikey_async.incr("a")
 
     assert asyncio.run(main()) == 2
+    # a second event loop in the same test connects afresh
+    assert asyncio.run(trafikey_async.get("a")) == b"2"
 '''
 
 
@@ -123,7 +125,8 @@ def test_sample_project(project: pytest.Pytester) -> None:
     a lease expiry; tests run in file order, so state that leaked from one
     test would fail the next."""
     project.makepyfile(test_sample=SAMPLE)
-    result = run(project, "-v")
+    # -W error: a connection left open (an unclosed socket) fails the run
+    result = run(project, "-v", "-W", "error")
     result.assert_outcomes(passed=8)
     # one session server: started once, shared by every test
     assert result.ret == 0

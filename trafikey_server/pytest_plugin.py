@@ -25,7 +25,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -187,20 +188,46 @@ def trafikey(trafikey_server: TrafikeyServer) -> Iterator[Any]:
     client.close()
 
 
-@pytest.fixture
-def trafikey_async(trafikey_server: TrafikeyServer) -> Iterator[Any]:
-    """A ``redis.asyncio.Redis`` on a reset keyspace. It connects in the
-    event loop of the test that first awaits it; closing it at teardown is
-    best effort, since that loop may already be closed."""
+def _async_client(server: TrafikeyServer) -> Any:
+    """A ``redis.asyncio.Redis`` that closes its own connections when the
+    event loop they belong to ends: a loop that ends (``asyncio.run``,
+    pytest-asyncio) cancels its pending tasks and lets them finish, and a
+    task started with the first connection in each loop closes the client
+    then, in that loop, the only place where it can."""
     import redis.asyncio
+    from redis.asyncio.connection import Connection
 
+    watched: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+    holder: list[Any] = []
+    tasks: set[asyncio.Task[None]] = set()  # a task nothing refers to may be collected
+
+    async def close_when_the_loop_ends() -> None:
+        try:
+            await asyncio.Future()
+        finally:
+            await holder[0].connection_pool.disconnect()
+
+    class ClosingConnection(Connection):
+        def _connection_arguments(self) -> Mapping[str, Any]:
+            loop = asyncio.get_running_loop()
+            if loop not in watched:
+                watched.add(loop)
+                task = loop.create_task(close_when_the_loop_ends())
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            return super()._connection_arguments()
+
+    pool = redis.asyncio.ConnectionPool(connection_class=ClosingConnection, host=server.host, port=server.port)
+    holder.append(redis.asyncio.Redis(connection_pool=pool))
+    return holder[0]
+
+
+@pytest.fixture
+def trafikey_async(trafikey_server: TrafikeyServer) -> Any:
+    """A ``redis.asyncio.Redis`` on a reset keyspace; it connects in the
+    event loop of the test that awaits it, and closes with that loop."""
     reset(trafikey_server)
-    client = redis.asyncio.Redis(host=trafikey_server.host, port=trafikey_server.port)
-    yield client
-    try:
-        asyncio.run(client.aclose())
-    except RuntimeError:  # its connections belong to a loop that is gone
-        pass
+    return _async_client(trafikey_server)
 
 
 class ServerClock:
