@@ -186,3 +186,31 @@ def test_unwritable_file(tmp_path: Path) -> None:
     finally:
         proc.stop()
         subprocess.run(["rmdir", str(conf)], check=False)
+
+
+ODD = 'p\u00e4ss "quoted" back\\slash\ttab\nnewline \x01'
+
+
+def test_any_string_round_trips(both: dict[str, tuple[Proc, Path]], tmp_path: Path) -> None:
+    """A string with quotes, backslashes, control characters and non-ASCII
+    is written as Valkey writes it, and reads back as the same bytes."""
+    lines = {}
+    for kind, (proc, conf) in both.items():
+        r = redis.Redis(port=proc.port)
+        r.config_set("primaryauth", ODD)
+        r.execute_command("CONFIG", "REWRITE")
+        r.close()
+        lines[kind] = [ln for ln in conf.read_text().splitlines() if ln.startswith("primaryauth ")]
+    assert lines["trafikey"] == lines["valkey"]
+    assert len(lines["valkey"]) == 1
+    proc, conf = both["trafikey"]
+    proc.proc.terminate()  # the fixture's stop() tidies up afterwards
+    proc.proc.wait(10)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    again = Proc([sys.executable, "-m", "trafikey_server", str(conf)], proc.port, cwd=str(tmp_path), env=env)
+    try:
+        r = redis.Redis(port=again.port)
+        assert r.config_get("primaryauth") == {"primaryauth": ODD}
+        r.close()
+    finally:
+        again.stop()

@@ -19,12 +19,12 @@ from __future__ import annotations
 import fnmatch
 import locale
 import os
-import shlex
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .confsyntax import split_args
 from .floats import parse_double
 from .parsing import to_int
 
@@ -815,10 +815,9 @@ def load_file(config: Config, path: str) -> None:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            try:
-                words = shlex.split(line)
-            except ValueError:
-                raise ConfigError(f"{path}:{lineno}: unbalanced quotes") from None
+            words = split_args(line)
+            if words is None:
+                raise ConfigError(f"{path}:{lineno}: Unbalanced quotes in configuration line")
             name, rest = words[0], words[1:]
             try:
                 config.set_text(name, " ".join(rest))
