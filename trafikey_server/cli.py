@@ -5,22 +5,30 @@ from __future__ import annotations
 import sys
 
 from . import __version__
+from .buildinfo import version_line
 from .config import ConfigError, parse_args
-from .server import VALKEY_VERSION, run
+from .server import run
 
 USAGE = """Usage: trafikey-server [/path/to/trafikey.conf] [options]
-       trafikey-server --version
-       trafikey-server --help
+       trafikey-server -v or --version
+       trafikey-server -h or --help
 
-Options are valkey.conf directives given as --name value, e.g.
+Examples:
+       trafikey-server (run the server with default conf)
+       trafikey-server /etc/trafikey/6379.conf
+       trafikey-server --port 7777
        trafikey-server --port 7777 --requirepass secret
+       trafikey-server /etc/mytrafikey.conf --loglevel verbose
+       trafikey-server --appendonly yes --enable-clock-command yes
+
+Options are the config file's directives (see trafikey.conf) given as --name value.
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-v", "--version"):
-        print(f"trafikey-server v={__version__} valkey-compat={VALKEY_VERSION}")
+        print(version_line())
         return 0
     if args and args[0] in ("-h", "--help"):
         print(USAGE, end="")

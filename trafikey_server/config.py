@@ -19,12 +19,12 @@ from __future__ import annotations
 import fnmatch
 import locale
 import os
-import shlex
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .confsyntax import split_args
 from .floats import parse_double
 from .parsing import to_int
 
@@ -748,6 +748,7 @@ def _options() -> list[Option]:
 class Config:
     options: dict[str, Option] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    file: str = ""  # the config file the server started with, absolute (CONFIG REWRITE, INFO)
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -805,6 +806,7 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
     config = config or Config()
     args = list(argv)
     if args and not args[0].startswith("--"):
+        config.file = os.path.abspath(args[0])
         load_file(config, args.pop(0))
     directives: list[tuple[str, list[str]]] = []
     for a in args:
@@ -831,10 +833,9 @@ def load_file(config: Config, path: str) -> None:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            try:
-                words = shlex.split(line)
-            except ValueError:
-                raise ConfigError(f"{path}:{lineno}: unbalanced quotes") from None
+            words = split_args(line)
+            if words is None:
+                raise ConfigError(f"{path}:{lineno}: Unbalanced quotes in configuration line")
             name, rest = words[0], words[1:]
             try:
                 config.set_text(name, " ".join(rest))

@@ -85,7 +85,7 @@ def _server(s: Server) -> Fields:
         ("tcp_port", port), ("server_time_usec", s.clock.us()), ("uptime_in_seconds", up),
         ("uptime_in_days", up // 86400), ("hz", cfg.hz), ("configured_hz", cfg.hz), ("clients_hz", cfg.hz),
         ("lru_clock", (s.clock.ms() // 1000) & (2**24 - 1)), ("executable", os.path.abspath(sys.argv[0])),
-        ("config_file", ""), ("io_threads_active", 0), ("availability_zone", cfg.values["availability-zone"]),
+        ("config_file", cfg.file), ("io_threads_active", 0), ("availability_zone", cfg.values["availability-zone"]),
         ("listener0", f"name=tcp,{binds},port={port}"),
     ]
 

@@ -415,6 +415,21 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
+def config_rewrite(c: Client, argv: list[bytes]) -> bytes:
+    from ..rewrite import NO_FILE, rewrite
+
+    cfg = c.server.config
+    if not cfg.file:
+        raise CommandError(f"ERR {NO_FILE}")
+    try:
+        rewrite(cfg)
+    except OSError as e:
+        c.server.log.warning(f"CONFIG REWRITE failed: {e.strerror}")
+        raise CommandError(f"ERR Rewriting config file: {e.strerror}") from None
+    c.server.log.notice("CONFIG REWRITE executed with success.")
+    return OK
+
+
 _CONFIG_HELP = array([b"+%s\r\n" % line for line in (
     b"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     b"GET <pattern>",
