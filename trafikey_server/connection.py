@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import hiredis
 
 from .client import Client
-from .dispatch import execute
+from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
 from .parser import PyParser
 
@@ -64,7 +64,7 @@ def _split_length(window: bytes) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail")
+                 "tail", "held", "held_data")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -85,6 +85,10 @@ class Connection(asyncio.Protocol):
         # line, None when it ended with a newline: the checks above must see
         # a length or an item cut in two by the read boundary.
         self.tail: bytes | None = None
+        # A request waiting for CLIENT PAUSE to end (pause.py), and reads
+        # that arrived while it waits.
+        self.held: list[bytes] | None = None
+        self.held_data: list[bytes] = []
 
     # -- asyncio.Protocol ----------------------------------------------------
 
@@ -121,6 +125,9 @@ class Connection(asyncio.Protocol):
         c = self.client
         if c is None or c.closing:
             return
+        if self.held is not None:
+            self.held_data.append(data)
+            return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
         c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
@@ -129,6 +136,9 @@ class Connection(asyncio.Protocol):
         else:
             self._run_hiredis(data, out)
         c.out = None
+        self._send(c, out)
+
+    def _send(self, c: Client, out: list[bytes]) -> None:
         aof = self.server.aof
         if aof is not None and aof.hold(self, out):
             return  # sent once this turn's records are written (and fsynced under always)
@@ -138,6 +148,43 @@ class Connection(asyncio.Protocol):
             self.transport.write(payload)
         if c.closing:
             self.transport.close()
+
+    # -- CLIENT PAUSE (pause.py) ------------------------------------------------
+
+    def _hold(self, req: list[bytes]) -> None:
+        self.held = req
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self.server.pause.hold(self)
+
+    def resume(self) -> None:
+        """The pause ended: run the held request, then the rest of what was
+        already read, then the reads that came meanwhile."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        c.out = out = []
+        reply = execute(c, req)
+        if reply is POSTPONED:
+            self._hold(req)
+        else:
+            out.append(reply)
+            if not c.closing:
+                if self.py is not None:
+                    self._drain(out)
+                else:
+                    self._hiredis_loop(out)
+        c.out = None
+        self._send(c, out)
+        pending, self.held_data = self.held_data, []
+        for data in pending:
+            if self.held is not None:
+                self.held_data.append(data)
+            else:
+                self.data_received(data)
 
     # -- the two parsers -------------------------------------------------------
 
@@ -165,6 +212,13 @@ class Connection(asyncio.Protocol):
         self.tail = None if data[-1] == 10 else data[-_TAIL:]
         reader.feed(data)
         self.boundary = False
+        self._hiredis_loop(out)
+
+    def _hiredis_loop(self, out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        reader = self.reader
+        retained = self.retained
         has_data = reader.has_data
         gets = reader.gets
         while True:
@@ -188,7 +242,11 @@ class Connection(asyncio.Protocol):
             self.boundary = not has_data()
             if not req:
                 continue
-            out.append(execute(c, req))
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
             if c.closing:
                 return
         if self.boundary:
@@ -248,7 +306,11 @@ class Connection(asyncio.Protocol):
                 break
             if not req:
                 continue
-            out.append(execute(c, req))
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
             if c.closing:
                 return
             py.auth_required = not c.authenticated and c.server.acl.auth_required()

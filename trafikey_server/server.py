@@ -82,6 +82,17 @@ class Server:
         # feeds it each write's effects. None costs a write one check.
         self.aof: Any = None
         self.loading = False
+        # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
+        # dispatch compares each call with it (observe.py keeps it current).
+        self.observe_us = 1 << 62
+        from .observe import Observer
+
+        self.observer = Observer(self)
+        from .pause import Pause
+
+        # Dispatch's fast-path map; CLIENT PAUSE swaps in an empty one.
+        self.fast = self.table.fast
+        self.pause = Pause(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -107,6 +118,8 @@ class Server:
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
+        if self.observer.monitors:
+            self.observer.drop(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]

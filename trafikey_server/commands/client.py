@@ -530,3 +530,30 @@ def client_kill(c: Client, argv: list[bytes]) -> bytes:
     for x in victims:
         _kill(c, x)
     return integer(len(victims))
+
+
+# -- PAUSE / UNPAUSE (pause.py) ----------------------------------------------------------
+
+
+def client_pause(c: Client, argv: list[bytes]) -> bytes:
+    """CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked before the
+    timeout, as Valkey does."""
+    pause_all = True
+    if len(argv) >= 4:
+        mode = argv[3].lower()
+        if mode == b"write":
+            pause_all = False
+        elif mode != b"all":
+            raise CommandError(b"ERR CLIENT PAUSE mode must be WRITE or ALL")
+    ms = to_int(argv[2])
+    if ms is None:
+        raise CommandError(b"ERR timeout is not an integer or out of range")
+    if ms < 0:
+        raise CommandError(b"ERR timeout is negative")
+    c.server.pause.start(ms, pause_all)
+    return OK
+
+
+def client_unpause(c: Client, argv: list[bytes]) -> bytes:
+    c.server.pause.stop()
+    return OK
