@@ -230,6 +230,8 @@ def _exec_abort(c: Client, msg: bytes) -> bytes:
     c.discard_multi()
     msg = b"EXECABORT Transaction discarded because of: " + msg
     c.server.count_error(msg)
+    if c.server.observer.monitors:  # MONITOR sees the transaction end
+        c.server.observer.feed(c, [b"EXEC"])
     return b"-" + msg + b"\r\n"
 
 

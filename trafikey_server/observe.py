@@ -117,7 +117,8 @@ class Observer:
             self.monitors.remove(c)
             self.refresh()
 
-    def _feed(self, c: Client, argv: list[bytes]) -> None:
+    def feed(self, c: Client, argv: list[bytes]) -> None:
+        """One MONITOR line to every monitor."""
         now = time.time()
         secs = int(now)
         where = b"lua" if c.in_script else c.addr.encode()
@@ -139,10 +140,10 @@ class Observer:
         if usec >= self.latency_us:
             self._latency("fast-command" if cmd.fast else "command", usec // 1000)
         flags = cmd.flags
-        if usec >= self.slower_than and "skip_slowlog" not in flags:
+        if usec >= self.slower_than and "skip_commandlog" not in flags:
             self._slowlog(c, cmd, argv, usec)
         if self.monitors and not cmd.admin and "skip_monitor" not in flags and not self.server.loading:
-            self._feed(c, redact(cmd, argv))
+            self.feed(c, redact(cmd, argv))
 
     def _latency(self, event: str, ms: int) -> None:
         series = self.latency.get(event)

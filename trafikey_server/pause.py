@@ -55,8 +55,10 @@ class Pause:
         server = self.server
         server.fast = server.table.fast
         waiting, self.waiting = self.waiting, []
+        # As Valkey unblocks them: after the current command has answered.
+        loop = server.loop or asyncio.get_event_loop()
         for conn in waiting:
-            conn.resume()
+            loop.call_soon(conn.resume)
 
     def must_wait(self, c: Client, cmd: Command) -> bool:
         if c in self.server.observer.monitors:
