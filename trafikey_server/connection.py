@@ -28,6 +28,7 @@ import hiredis
 from .client import Client
 from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
+from .log import VERBOSE
 from .parser import PyParser
 
 if TYPE_CHECKING:
@@ -113,9 +114,15 @@ class Connection(asyncio.Protocol):
         c.transport = transport
         self.client = c
         server.client_connected(self, c)
+        if server.log.level <= VERBOSE:
+            server.log.verbose(f"Accepted {c.addr}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client
+        if c is not None and not c.closing and self.server.log.level <= VERBOSE:
+            from .commands.client import log_info
+
+            self.server.log.verbose(f"Client closed connection {log_info(c)}")
         if c is not None:
             c.unwatch()
             self.server.client_disconnected(self, c)
@@ -148,6 +155,17 @@ class Connection(asyncio.Protocol):
             self.transport.write(payload)
         if c.closing:
             self.transport.close()
+
+    def _log_protocol_error(self, msg: str) -> None:
+        """Valkey's verbose line for a client closed on bad input."""
+        log = self.server.log
+        if log.level > VERBOSE or self.client is None:
+            return
+        from .commands.client import log_info
+
+        if msg == "unbalanced quotes in request":
+            msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
+        log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")
 
     # -- CLIENT PAUSE (pause.py) ------------------------------------------------
 
@@ -267,6 +285,7 @@ class Connection(asyncio.Protocol):
         if retained is None:
             c.closing = True
             out.append(ProtocolError("invalid bulk length").reply())
+            self._log_protocol_error("invalid bulk length")
             return
         py = PyParser(self.server.config.proto_max_bulk_len)
         py.auth_required = not c.authenticated and c.server.acl.auth_required()
@@ -301,6 +320,7 @@ class Connection(asyncio.Protocol):
             except ProtocolError as e:
                 out.append(e.reply())
                 c.closing = True
+                self._log_protocol_error(e.msg)
                 return
             if req is None:
                 break

@@ -146,6 +146,12 @@ class Server:
         self.stopping = asyncio.Event()
         from .persist.startup import load_at_startup
 
+        # Valkey's start-up lines, in its words where they apply.
+        self.log.notice("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
+        self.log.notice(f"trafikey-server version={self.version}, valkey-compat={VALKEY_VERSION}, bits=64, "
+                        f"pid={self.pid}, just started")
+        self.log.notice("Configuration loaded")
+        self.log.notice("Server initialized")
         load_at_startup(self)
         self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
@@ -161,6 +167,7 @@ class Server:
             if port == 0:
                 port = lst.port
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+        self.log.notice(f"Running mode=standalone, port={self.ports[0] if self.ports else port}.")
         self.log.notice(
             f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
             f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
@@ -227,7 +234,7 @@ class Server:
             if conn.transport is not None:
                 conn.transport.close()
         await asyncio.sleep(0)
-        self.log.notice("Valkey-compatible server is now ready to exit, bye bye...")
+        self.log.warning("trafikey-server is now ready to exit, bye bye...")
 
 
 def run(config: Config) -> int:

@@ -557,3 +557,13 @@ def client_pause(c: Client, argv: list[bytes]) -> bytes:
 def client_unpause(c: Client, argv: list[bytes]) -> bytes:
     c.server.pause.stop()
     return OK
+
+
+def log_info(c: Client) -> str:
+    """A client as Valkey's log lines describe it: its CLIENT LIST line,
+    with the name and user hidden while hide-user-data-from-log is on."""
+    line = _line(c, c, [], time.time()).rstrip("\n")
+    if c.server.config.values.get("hide-user-data-from-log", True):
+        line = line.replace(f" name={_text(c.name)} ", " name=*redacted* ", 1)
+        line = line.replace(f" user={_text(c.user)} ", " user=*redacted* ", 1)
+    return line
