@@ -343,3 +343,13 @@ def test_pause_ends_by_itself(trafikey_server: Proc) -> None:
     assert time.monotonic() - start >= 0.15
     w.close()
 
+
+
+def test_monitor_flag_in_client_list(pair: Pair) -> None:
+    """A client in MONITOR mode shows flag O, as on Valkey."""
+    for w in (pair.v, pair.t):
+        m = Wire(w.port)
+        assert m.call("MONITOR") == b"+OK\r\n"
+        line = [x for x in w.call("CLIENT", "LIST").split(b"\n") if b"cmd=monitor" in x]
+        assert len(line) == 1 and b" flags=O " in line[0], line
+        m.close()

@@ -217,7 +217,7 @@ def client_help(c: Client, argv: list[bytes]) -> bytes:
 
 def _flags(c: Client) -> str:
     """Valkey's flag letters, in its order, for the states this server has."""
-    out = ""
+    out = "O" if c in c.server.observer.monitors else ""  # MONITOR mode
     if c.multi is not None or c.in_exec:
         out += "x"
     if c.watch_dirty:

@@ -40,7 +40,6 @@ def monitor(c: Client, argv: list[bytes]) -> bytes:
     if c in observer.monitors:
         return b""
     observer.add_monitor(c)
-    c.flags_extra = c.flags_extra if "O" in c.flags_extra else c.flags_extra + "O"
     return OK
 
 
