@@ -319,6 +319,11 @@ def test_pause_holds_writes_until_unpause(trafikey_server: Proc, mode: str) -> N
     assert writer.is_alive() and "reply" not in result  # still waiting
     probe = Wire(trafikey_server.port)
     if mode == "WRITE":
+        # INFO as Valkey reports a pause: the reason, the actions, the waiting client.
+        info = probe.call("INFO", "clients")
+        assert b"paused_reason:client_pause\r\n" in info and b"paused_actions:write\r\n" in info
+        assert b"blocked_clients:1\r\n" in info
+        assert 0 < int(info.split(b"paused_timeout_milliseconds:")[1].split(b"\r\n")[0]) <= 20000
         assert probe.call("GET", "pk") == b"$-1\r\n"  # reads run; the write has not
         unpaused_at = time.monotonic()
         assert probe.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
@@ -327,10 +332,10 @@ def test_pause_holds_writes_until_unpause(trafikey_server: Proc, mode: str) -> N
         # The monitor's own reply comes first: the waiting SET runs after it.
         assert monitor.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
     writer.join(10)
-    seen = [monitor.read_reply() for _ in range(2 if mode == "WRITE" else 1)]
-    # The probe's GET ran during the pause; the SET after it ended.
+    seen = [monitor.read_reply() for _ in range(3 if mode == "WRITE" else 1)]
+    # The probe's INFO and GET ran during the pause; the SET after it ended.
     assert [line.split(b"] ", 1)[1] for line in seen] == (
-        [b'"GET" "pk"\r\n'] if mode == "WRITE" else []) + [b'"SET" "pk" "v"\r\n']
+        [b'"INFO" "clients"\r\n', b'"GET" "pk"\r\n'] if mode == "WRITE" else []) + [b'"SET" "pk" "v"\r\n']
     monitor.close()
     assert result["reply"] == b"+OK\r\n" and result["at"] >= unpaused_at  # type: ignore[operator]
     assert probe.call("GET", "pk") == b"$1\r\nv\r\n"
@@ -354,7 +359,8 @@ def test_monitor_flag_in_client_list(pair: Pair) -> None:
     """A client in MONITOR mode shows flag O, as on Valkey."""
     for w in (pair.v, pair.t):
         m = Wire(w.port)
+        cid = m.call("CLIENT", "ID")[1:-2]
         assert m.call("MONITOR") == b"+OK\r\n"
-        line = [x for x in w.call("CLIENT", "LIST").split(b"\n") if b"cmd=monitor" in x]
+        line = [x for x in w.call("CLIENT", "LIST").split(b"\n") if x.startswith(b"id=%s " % cid)]
         assert len(line) == 1 and b" flags=O " in line[0], line
         m.close()
