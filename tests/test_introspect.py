@@ -364,3 +364,15 @@ def test_monitor_flag_in_client_list(pair: Pair) -> None:
         line = [x for x in w.call("CLIENT", "LIST").split(b"\n") if x.startswith(b"id=%s " % cid)]
         assert len(line) == 1 and b" flags=O " in line[0], line
         m.close()
+
+
+def test_reset_leaves_monitor_mode(pair: Pair) -> None:
+    """After RESET a monitor is an ordinary client again: other clients'
+    commands no longer reach it."""
+    for w in (pair.v, pair.t):
+        m = Wire(w.port)
+        assert m.call("MONITOR") == b"+OK\r\n"
+        assert m.call("RESET") == b"+RESET\r\n"
+        w.call("SET", "after-reset", "1")
+        assert m.call("PING") == b"+PONG\r\n"  # no MONITOR line before the reply
+        m.close()

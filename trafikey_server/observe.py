@@ -136,13 +136,16 @@ class Observer:
     def record(self, c: Client, cmd: Command, argv: list[bytes], usec: int) -> None:
         """A call reached the smallest threshold: give it to whichever of
         the three watchers asked for it, as Valkey's call() does after a
-        command ran (latency, then the slow log, then MONITOR)."""
+        command ran (latency, then the slow log, then MONITOR). Commands
+        replayed from the AOF at start-up are not observed, as in Valkey."""
+        if self.server.loading:
+            return
         if usec >= self.latency_us:
             self._latency("fast-command" if cmd.fast else "command", usec // 1000)
         flags = cmd.flags
         if usec >= self.slower_than and "skip_commandlog" not in flags:
             self._slowlog(c, cmd, argv, usec)
-        if self.monitors and not cmd.admin and "skip_monitor" not in flags and not self.server.loading:
+        if self.monitors and not cmd.admin and "skip_monitor" not in flags:
             self.feed(c, redact(cmd, argv))
 
     def _latency(self, event: str, ms: int) -> None:
