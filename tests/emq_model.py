@@ -1,6 +1,6 @@
 """An independent model of the EMQ job core (wire 6), for tests.
 
-Written from /work/shared/emq-spec.md and /work/notes/emq-decisions.md only,
+Written from the EchoMQ job-core specification and docs/job-core.md only,
 never from the server's code, so it can serve as an oracle: feed it the same
 requests as trafikey-server and it says what the reply must be and what the
 keyspace must hold afterwards.

@@ -7,7 +7,7 @@
 The same job scenarios -- every ordinary path of the eleven twinned verbs, and
 long random sequences of valid calls drawn by hypothesis -- must give the same
 replies, byte for byte, and the same keyspace after every step. Expected values
-come from the spec (/work/shared/emq-spec.md), worked out by hand in the
+come from the spec (the EchoMQ job-core specification, docs/job-core.md), worked out by hand in the
 scenarios and by ``Model`` (written from the spec) in the random sequences; the
 executors are compared with those and with each other.
 

@@ -3,8 +3,8 @@
 Each test sets a queue up (mostly with plain HSET/ZADD, so one verb is tested
 at a time), runs one verb on a frozen test clock, and compares the reply and
 then the WHOLE keyspace -- every key, its type, every field, member and
-score -- with what /work/shared/emq-spec.md (§3) and
-/work/notes/emq-decisions.md say it must be. Expected values are worked out
+score -- with what the EchoMQ job-core specification (§3) and
+docs/job-core.md say it must be. Expected values are worked out
 by hand from the spec, never read back from the server.
 """
 

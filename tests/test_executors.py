@@ -5,7 +5,7 @@ trafikey-server (the ``emq`` fixture, clock frozen at T0) and its scripted twin
 (trafikey_server/lua) loaded with SCRIPT LOAD and run with EVALSHA on a real
 valkey-server 9.1.2. Each side gets the same keyspace, written by hand, and the
 same call; its reply and its whole keyspace afterwards are compared with what
-the spec (/work/shared/emq-spec.md) and docs/executors.md say. Expected values
+the spec (the EchoMQ job-core specification, docs/job-core.md) and docs/executors.md say. Expected values
 are worked out by hand, never read back from a server. Scores the script
 computes from Valkey's running clock are checked against the window of TIME
 around the call (``At``); the frozen trafikey clock makes them exact.

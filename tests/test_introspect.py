@@ -376,3 +376,25 @@ def test_reset_leaves_monitor_mode(pair: Pair) -> None:
         w.call("SET", "after-reset", "1")
         assert m.call("PING") == b"+PONG\r\n"  # no MONITOR line before the reply
         m.close()
+
+
+def test_pause_survives_maxmemory_change(trafikey_server: Proc) -> None:
+    """Setting maxmemory picks another command table; a pause in force
+    still holds writes (DEL: a write maxmemory does not refuse, so one the
+    maxmemory table keeps on the fast path)."""
+    ctl = Wire(trafikey_server.port)
+    try:
+        assert ctl.call("CLIENT", "PAUSE", "20000", "WRITE") == b"+OK\r\n"
+        assert ctl.call("CONFIG", "SET", "maxmemory", "1gb") == b"+OK\r\n"
+        result: dict[str, object] = {}
+        writer = threading.Thread(target=_timed, args=(trafikey_server.port, ("DEL", "mk"), result))
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and "reply" not in result
+        assert ctl.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
+        writer.join(10)
+        assert result["reply"] == b":0\r\n"
+    finally:
+        ctl.call("CONFIG", "SET", "maxmemory", "0")
+        ctl.call("CLIENT", "UNPAUSE")
+        ctl.close()

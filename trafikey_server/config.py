@@ -356,6 +356,24 @@ def _apply_appendonly(server: Any, value: bool) -> None:
     apply_appendonly(server, value)
 
 
+def _apply_maxmemory(server: Any, value: int) -> None:
+    from .limits import apply_maxmemory
+
+    apply_maxmemory(server, value)
+
+
+def _apply_proto_max_bulk_len(server: Any, value: int) -> None:
+    from .limits import apply_proto_max_bulk_len
+
+    apply_proto_max_bulk_len(server, value)
+
+
+def _apply_obuf(server: Any, value: str) -> None:
+    from .limits import apply_obuf
+
+    apply_obuf(server, value)
+
+
 def _apply_requirepass(server: Any, value: str) -> None:
     """requirepass is the default user's password (acl.Acl.set_requirepass)."""
     server.acl.set_requirepass(value)
@@ -580,7 +598,7 @@ def _options() -> list[Option]:
     N("max-new-connections-per-cycle", 10, 1, 1000),
     N("max-new-tls-connections-per-cycle", 1, 1, 1000),
     N("maxclients", 10000, 1, 4294967295),
-    M("maxmemory", 0, 0, 18446744073709551615),
+    M("maxmemory", 0, 0, 18446744073709551615, apply=_apply_maxmemory),
     N("maxmemory-eviction-tenacity", 10, 0, 100),
     E("maxmemory-policy", "noeviction", ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
                                          "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
@@ -596,7 +614,7 @@ def _options() -> list[Option]:
     S("proc-title-template", "{title} {listen-addr} {server-mode}", check=_proc_title),
     E("propagation-error-behavior", "ignore", ("ignore", "panic", "panic-on-replicas")),
     B("protected-mode", True),
-    M("proto-max-bulk-len", 536870912, 1048576, 9223372036854775807),
+    M("proto-max-bulk-len", 536870912, 1048576, 9223372036854775807, apply=_apply_proto_max_bulk_len),
     B("rdb-del-sync-files", False),
     B("rdb-save-incremental-fsync", True),
     E("rdb-version-check", "strict", ("strict", "relaxed")),
@@ -704,7 +722,7 @@ def _options() -> list[Option]:
     # Options with their own syntax or checks.
     X("save", "3600 1 300 100 60 10000", _save),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-      _obuf_limits),
+      _obuf_limits, apply=_apply_obuf),
     X("oom-score-adj-values", "0 200 800", _oom_values),
     X("notify-keyspace-events", "", _keyspace_events),
     X("latency-tracking-info-percentiles", "50 99 99.9", _percentiles),

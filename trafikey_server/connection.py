@@ -28,6 +28,7 @@ import hiredis
 from .client import Client
 from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
+from .limits import admit, check_output, obuf_class, query_buffer_exceeded
 from .log import VERBOSE
 from .parser import PyParser
 
@@ -45,6 +46,15 @@ RETAIN_LIMIT = 1 << 22
 # cost a quarter of one alternation on a typical pipelined read.
 _HUGE_COUNT = re.compile(rb"\*\d{6}").search
 _HUGE_BULK = re.compile(rb"\$\d{9}").search
+# hiredis also allocates RESP3 sets ('~'), pushes ('>') and attributes ('|')
+# eagerly, and a request may not hold one at all: a read with one of these
+# bytes before a long number goes to the exact parser too. The membership
+# tests keep the regex off the common read.
+_HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
+# Past RETAIN_LIMIT a request cannot be replayed; an aggregate header after
+# a newline is refused at once rather than allocated (a payload holding one
+# such line is refused too: the price of not keeping a copy of the request).
+_NESTED_HUGE = re.compile(rb"\n[*~>|%]\d{6}").search
 # Inside a request Valkey accepts only bulk strings ('$'); hiredis also reads
 # a simple string ('+'), a verbatim string ('=') and a big number ('(') as
 # plain bytes, so such an item would pass for an argument. Each starts a line,
@@ -54,18 +64,32 @@ _HUGE_BULK = re.compile(rb"\$\d{9}").search
 # bytes are rare in requests: a read without them costs three memchr scans;
 # a payload that holds one after a newline only takes the slower, exact path.
 _TYPED_ITEM = b"+=("
+_LONE_CR = re.compile(rb"\r[^\n]").search
+# Valkey 9.1 refuses a header line whose CR is not followed by LF ("invalid
+# CRLF in request") where hiredis looks for the pair and would wait, or read
+# on. A CR without its LF in a read (a pair cut by the read boundary aside)
+# sends the read to the exact parser: one scan per read, none per request.
+# A bulk followed by two bytes other than CRLF with no lone CR among them is
+# left to hiredis, which skips them unread.
 # Enough bytes either side of a read boundary to hold any length that is
 # too long but not already visible whole on one side.
 _TAIL = 12
 
 
-def _split_length(window: bytes) -> bool:
-    return _HUGE_COUNT(window) is not None or _HUGE_BULK(window) is not None
+def huge_bulk_pattern(limit: int) -> Any:
+    """A length with as many digits as proto-max-bulk-len may be over it:
+    such a read goes to the exact parser (``Server.huge_bulk``)."""
+    digits = len(str(limit))
+    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
+
+
+def _split_length(window: bytes, huge_bulk: Any) -> bool:
+    return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "held", "held_data")
+                 "tail", "obuf_soft_since", "held", "held_data")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -86,6 +110,8 @@ class Connection(asyncio.Protocol):
         # line, None when it ended with a newline: the checks above must see
         # a length or an item cut in two by the read boundary.
         self.tail: bytes | None = None
+        # When the output buffer first stood over the soft limit (seconds), 0 if not.
+        self.obuf_soft_since = 0
         # A request waiting for CLIENT PAUSE to end (pause.py), and reads
         # that arrived while it waits.
         self.held: list[bytes] | None = None
@@ -105,6 +131,8 @@ class Connection(asyncio.Protocol):
             return
         self.transport = transport
         server = self.server
+        if not admit(server, transport):
+            return
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
@@ -138,11 +166,21 @@ class Connection(asyncio.Protocol):
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
         c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
-        if self.py is not None or (data[0] != 42 and self.boundary):
+        # Inline requests, and every request before AUTH (Valkey refuses a
+        # long one with a protocol error), go to the exact parser.
+        if self.py is not None or (self.boundary and (data[0] != 42 or not c.authenticated)):
             self._run_python(data, out)
         else:
             self._run_hiredis(data, out)
         c.out = None
+        # The bytes read and not yet parsed, as Valkey's query buffer: hiredis
+        # trims what it has parsed once that passes 1 KB, so its length is
+        # within 1 KB of it; the limits are 1 MB at the least.
+        py = self.py
+        pending = self.reader.len() if py is None else len(py.buf) - py.pos
+        if pending > 1048576 and query_buffer_exceeded(c, pending):
+            c.closing = True
+            out.clear()
         self._send(c, out)
 
     def _send(self, c: Client, out: list[bytes]) -> None:
@@ -153,6 +191,8 @@ class Connection(asyncio.Protocol):
             payload = out[0] if len(out) == 1 else b"".join(out)
             c.tot_net_out += len(payload)
             self.transport.write(payload)
+            if self.server.obuf_limited:
+                check_output(self, c, obuf_class(self.server, c))
         if c.closing:
             self.transport.close()
 
@@ -217,17 +257,38 @@ class Connection(asyncio.Protocol):
             retained.append(data)
             self.retained_len += len(data)
         tail = self.tail
-        if retained is not None and (
+        if retained is None:
+            # Too large to replay: only an aggregate header too long to
+            # allocate is refused here (it can follow a newline only).
+            window = data if tail is None else tail + data
+            if (42 in data or 126 in data or 62 in data or 124 in data or 37 in data) and _NESTED_HUGE(
+                    window) is not None:
+                self.reader = hiredis.Reader()
+                c.closing = True
+                out.append(ProtocolError("expected '$', got '%s'" % chr(window[_NESTED_HUGE(window).start() + 1])
+                                         ).reply())
+                return
+        elif (
             _HUGE_COUNT(data) is not None
-            or _HUGE_BULK(data) is not None
+            or ((126 in data or 62 in data or 124 in data or 37 in data) and _HUGE_AGG(data) is not None)
+            or self.server.huge_bulk(data) is not None
             or (43 in data and b"\n+" in data)
             or (61 in data and b"\n=" in data)
             or (40 in data and b"\n(" in data)
-            or (data[0] in _TYPED_ITEM if tail is None else _split_length(tail + data[:_TAIL]))
+            or _LONE_CR(data) is not None
+            or (data[0] in _TYPED_ITEM if tail is None
+                else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))
         ):
             self._fallback(out, None)
             return
-        self.tail = None if data[-1] == 10 else data[-_TAIL:]
+        # A length cut into several short reads is seen whole: the tail holds
+        # up to _TAIL bytes of the line still open, across reads.
+        if data[-1] == 10:
+            self.tail = None
+        elif tail is not None and len(data) < _TAIL and 10 not in data:
+            self.tail = (tail + data)[-_TAIL:]
+        else:
+            self.tail = data[-_TAIL:]
         reader.feed(data)
         self.boundary = False
         self._hiredis_loop(out)
@@ -242,7 +303,10 @@ class Connection(asyncio.Protocol):
         while True:
             try:
                 req = gets()
-            except hiredis.ProtocolError:
+            except (hiredis.ProtocolError, TypeError, ValueError, MemoryError):
+                # TypeError: a RESP3 map or set inside a request with an
+                # aggregate as a key, which hiredis cannot hash; MemoryError:
+                # an attribute header with a count too long to allocate.
                 self._fallback(out, None)
                 return
             if req is False:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
+from .limits import oom_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 
@@ -91,11 +92,9 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
     anything on any key (``unrestricted``), outside MULTI, no busy
     script, no slot checks, a plain command spelled as the table or in
     capitals, the right number of arguments) goes straight to ``call``;
-    everything else takes Valkey's full sequence of checks below.
-    ``server.fast`` is the table's fast map, or empty while clients are
-    paused."""
+    everything else takes Valkey's full sequence of checks below."""
     server = c.server
-    cmd = server.fast.get(argv[0])
+    cmd = server.table.fast.get(argv[0])
     if (cmd is not None and c.multi is None and c.unrestricted and server.busy_run is None
             and not server.slot_checks):
         a = cmd.arity
@@ -195,6 +194,18 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
+    if server.maxmemory:
+        oom = oom_refusal(c, cmd)
+        if oom is not None:
+            cmd.rejected_calls += 1
+            if c.multi is not None:
+                if cmd.bname == b"exec":
+                    c.discard_multi()
+                    oom = b"EXECABORT Transaction discarded because of: " + oom
+                else:
+                    flag_transaction(c)
+            server.count_error(oom)
+            return b"-" + oom + b"\r\n"
     if server.pause.end and server.pause.must_wait(c, cmd):
         return POSTPONED
     if c.multi is not None:

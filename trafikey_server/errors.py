@@ -66,4 +66,5 @@ class ProtocolError(Exception):
         self.msg = msg
 
     def reply(self) -> bytes:
-        return b"-ERR Protocol error: " + self.msg.encode() + b"\r\n"
+        # latin-1: a byte quoted from the input goes back as that one byte.
+        return b"-ERR Protocol error: " + self.msg.encode("latin-1") + b"\r\n"

@@ -7,7 +7,7 @@ rejects input or cannot say precisely what Valkey would answer, so that
 malformed input gets Valkey's own protocol error text. It follows Valkey's
 processInlineBuffer / processMultibulkBuffer: the first byte of each request
 chooses the form, ``*N`` headers and ``$N`` lengths parse with string2ll, and
-a bulk's trailing CRLF is skipped without being checked.
+every header line and bulk must end with CRLF ("invalid CRLF in request").
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from .parsing import to_int
 
 INLINE_MAX = 64 * 1024
 INT_MAX = 2**31 - 1
+# Valkey 9.1 checks that every header line and every bulk ends with CRLF.
+BAD_CRLF = "invalid CRLF in request"
 
 
 class PyParser:
@@ -73,6 +75,10 @@ class PyParser:
     def _inline(self) -> list[bytes] | object | None:
         buf = self.buf
         nl = buf.find(b"\n", self.pos)
+        # Valkey looks for the newline with strchr: a NUL before it hides it,
+        # and the request waits until it is too big.
+        if nl >= 0 and buf.find(b"\0", self.pos, nl) >= 0:
+            nl = -1
         if nl < 0:
             if len(buf) - self.pos > INLINE_MAX:
                 raise ProtocolError("too big inline request")
@@ -98,6 +104,8 @@ class PyParser:
             return None
         if cr + 1 >= len(buf):  # the \n after \r has not arrived
             return None
+        if buf[cr + 1] != 10:
+            raise ProtocolError(BAD_CRLF)
         ll = to_int(bytes(buf[self.pos + 1 : cr]))
         if ll is None or ll > INT_MAX:
             raise ProtocolError("invalid multibulk length")
@@ -123,7 +131,11 @@ class PyParser:
                 if cr + 1 >= len(buf):
                     return None
                 if buf[self.pos] != 36:  # '$'
-                    raise ProtocolError("expected '$', got '%s'" % chr(buf[self.pos]))
+                    # Valkey's addReplyErrorFormat turns CR and LF into spaces.
+                    got = buf[self.pos]
+                    raise ProtocolError("expected '$', got '%s'" % (" " if got in (10, 13) else chr(got)))
+                if buf[cr + 1] != 10:
+                    raise ProtocolError(BAD_CRLF)
                 ll = to_int(bytes(buf[self.pos + 1 : cr]))
                 if ll is None or ll < 0 or ll > self.max_bulk:
                     raise ProtocolError("invalid bulk length")
@@ -131,10 +143,13 @@ class PyParser:
                     raise ProtocolError("unauthenticated bulk length")
                 self.pos = cr + 2
                 self._bulklen = ll
-            if len(buf) - self.pos < self._bulklen + 2:
+            end = self.pos + self._bulklen
+            if len(buf) < end + 2:
                 return None
-            self._argv.append(bytes(buf[self.pos : self.pos + self._bulklen]))
-            self.pos += self._bulklen + 2
+            if buf[end] != 13 or buf[end + 1] != 10:
+                raise ProtocolError(BAD_CRLF)
+            self._argv.append(bytes(buf[self.pos : end]))
+            self.pos = end + 2
             self._bulklen = -1
             self._left -= 1
         argv = self._argv
@@ -195,7 +210,8 @@ def split_args(line: bytes) -> list[bytes] | None:
                 if i >= n:
                     break
                 c = line[i]
-                if c in b" \n\r\t\v\f\x00":
+                # isspace() skips between words, but only these end one.
+                if c in b" \n\r\t\x00":
                     break
                 if c == 34:
                     inq = True

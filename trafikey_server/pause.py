@@ -1,8 +1,9 @@
 """CLIENT PAUSE: commands wait, they are not refused.
 
-While a pause lasts, dispatch's fast path is switched off (``server.fast``
-becomes an empty table, so the check it already makes sends every request
-down the full path) and the full path asks ``must_wait``. A request that
+While a pause lasts, dispatch's fast path is switched off (the server
+serves a copy of its table with an empty fast map, as limits.py does for
+maxmemory, so the lookup dispatch already makes sends every request down
+the full path) and the full path asks ``must_wait``. A request that
 must wait is handed back to its connection, which keeps it, stops reading
 and runs it, then whatever followed it, once the pause ends (timeout or
 CLIENT UNPAUSE). Clients in MONITOR mode are never paused, as Valkey
@@ -12,6 +13,7 @@ exempts them with its replicas.
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +46,16 @@ class Pause:
                 self.timer.cancel()
             loop = self.server.loop or asyncio.get_event_loop()
             self.timer = loop.call_later(max(ms / 1000, 0.0), self.stop)
-        self.server.fast = {}
+        self.hide_fast()
+
+    def hide_fast(self) -> None:
+        """Serve a copy of the current table without its fast map (also
+        called when maxmemory picks another table during a pause)."""
+        server = self.server
+        if server.table.fast:
+            table = copy.copy(server.table)
+            table.fast = {}
+            server.table = table
 
     def stop(self) -> None:
         if self.timer is not None:
@@ -53,7 +64,9 @@ class Pause:
         self.end = 0.0
         self.all = False
         server = self.server
-        server.fast = server.table.fast
+        from .limits import apply_maxmemory
+
+        apply_maxmemory(server, server.maxmemory)  # the table it serves unpaused
         waiting, self.waiting = self.waiting, []
         # As Valkey unblocks them: after the current command has answered.
         loop = server.loop or asyncio.get_event_loop()

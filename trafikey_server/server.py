@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from . import __version__, limits
 from .clock import Clock
 from .config import Config
 from .db import Db
@@ -82,6 +82,22 @@ class Server:
         # feeds it each write's effects. None costs a write one check.
         self.aof: Any = None
         self.loading = False
+        # -- limits (limits.py) --
+        self.base_table = self.table
+        self.maxmemory = 0
+        self.used_memory = 0
+        self.obuf_normal: tuple[int, int, int] | None = None
+        self.obuf_pubsub: tuple[int, int, int] | None = None
+        self.obuf_limited = False
+        self.obuf_watch: set[Connection] = set()
+        self.rejected_connections = 0
+        self.qbuf_disconnections = 0
+        self.obuf_disconnections = 0
+        self._limits_tick = 0.0
+        self.huge_bulk: Any = None
+        limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
+        limits.apply_obuf(self, config.values["client-output-buffer-limit"])
+        limits.apply_maxmemory(self, config.values["maxmemory"])
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
@@ -90,8 +106,6 @@ class Server:
         self.observer = Observer(self)
         from .pause import Pause
 
-        # Dispatch's fast-path map; CLIENT PAUSE swaps in an empty one.
-        self.fast = self.table.fast
         self.pause = Pause(self)
 
     def refresh_limits(self) -> None:
@@ -194,6 +208,10 @@ class Server:
             if db.expires:
                 self.expired_keys += db.sweep(now, 2000)
         self.snapshots.cron()
+        mono = time.monotonic()
+        if mono - self._limits_tick >= 1.0:
+            self._limits_tick = mono
+            limits.cron(self)
         assert self.loop is not None
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
 
