@@ -76,7 +76,9 @@ def test_startup_line_and_sigterm() -> None:
         p.proc.send_signal(signal.SIGTERM)
         assert p.proc.wait(10) == 0
         out = p.output()
-        first = out.splitlines()[0]
+        # After Valkey's start-up lines ("... is starting", "Server initialized"...).
+        first = next(line for line in out.splitlines() if "run_id=" in line)
+        assert out.splitlines()[0].endswith("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
         assert f"port={p.port}" in first and f"pid={p.proc.pid}" in first and "run_id=" in first
         assert "trafikey-server 0." in first
     finally:

@@ -12,6 +12,8 @@ from .server import run
 USAGE = """Usage: trafikey-server [/path/to/trafikey.conf] [options]
        trafikey-server -v or --version
        trafikey-server -h or --help
+       trafikey-server --check-aof [--fix] <file.manifest|file.aof>
+       trafikey-server --check-rdb <file.rdb>
 
 Examples:
        trafikey-server (run the server with default conf)
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print(USAGE, end="")
         return 0
+    if args and args[0] in ("--check-aof", "--check-rdb"):
+        return _check(args)
     try:
         config = parse_args(args)
     except (ConfigError, OSError) as e:
@@ -40,3 +44,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f">>> {e}", file=sys.stderr)
         return 1
     return run(config)
+
+
+def _check(args: list[str]) -> int:
+    """valkey-check-aof / valkey-check-rdb: the same words and exit codes."""
+    from .persist.check import check_aof, check_rdb
+
+    rest = args[1:]
+    fix = "--fix" in rest
+    files = [a for a in rest if a != "--fix"]
+    if len(files) != 1 or (fix and args[0] == "--check-rdb"):
+        if args[0] == "--check-aof":
+            print("Usage: trafikey-server --check-aof [--fix] <file.manifest|file.aof>")
+        else:
+            print("Usage: trafikey-server --check-rdb <rdb-file-name>")
+        return 1
+    if args[0] == "--check-rdb":
+        return check_rdb(files[0])
+    return check_aof(files[0], fix)

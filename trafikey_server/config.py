@@ -383,6 +383,11 @@ def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
 
+def _apply_observe(server: Any, value: int) -> None:
+    """The slow log and latency thresholds (observe.py)."""
+    server.observer.refresh()
+
+
 # -- the special options ----------------------------------------------------------------------
 
 
@@ -553,12 +558,14 @@ def _options() -> list[Option]:
     B("cluster-require-full-coverage", True),
     N("cluster-slot-migration-log-max-len", 1000, 0, 9223372036854775807),
     B("cluster-slot-stats-enabled", False),
-    N("commandlog-execution-slower-than", 10000, -1, 9223372036854775807, aliases=("slowlog-log-slower-than",)),
+    N("commandlog-execution-slower-than", 10000, -1, 9223372036854775807, aliases=("slowlog-log-slower-than",),
+      apply=_apply_observe),
     N("commandlog-large-reply-max-len", 128, 0, 9223372036854775807),
     N("commandlog-large-request-max-len", 128, 0, 9223372036854775807),
     N("commandlog-reply-larger-than", 1048576, -1, 9223372036854775807),
     N("commandlog-request-larger-than", 1048576, -1, 9223372036854775807),
-    N("commandlog-slow-execution-max-len", 128, 0, 9223372036854775807, aliases=("slowlog-max-len",)),
+    N("commandlog-slow-execution-max-len", 128, 0, 9223372036854775807, aliases=("slowlog-max-len",),
+      apply=_apply_observe),
     B("crash-log-enabled", True),
     B("crash-memcheck-enabled", True),
     B("dual-channel-replication-enabled", False),
@@ -574,7 +581,7 @@ def _options() -> list[Option]:
     B("import-mode", False),
     N("io-threads", 1, 1, 256),
     B("jemalloc-bg-thread", True),
-    N("latency-monitor-threshold", 0, 0, 9223372036854775807),
+    N("latency-monitor-threshold", 0, 0, 9223372036854775807, apply=_apply_observe),
     B("latency-tracking", True),
     B("lazyfree-lazy-eviction", True),
     B("lazyfree-lazy-expire", True),

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 import hiredis
 
 from .client import Client
-from .dispatch import execute
+from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
 from .limits import admit, check_output, obuf_class, query_buffer_exceeded
+from .log import VERBOSE
 from .parser import PyParser
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _split_length(window: bytes, huge_bulk: Any) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "obuf_soft_since")
+                 "tail", "obuf_soft_since", "held", "held_data")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -111,6 +112,10 @@ class Connection(asyncio.Protocol):
         self.tail: bytes | None = None
         # When the output buffer first stood over the soft limit (seconds), 0 if not.
         self.obuf_soft_since = 0
+        # A request waiting for CLIENT PAUSE to end (pause.py), and reads
+        # that arrived while it waits.
+        self.held: list[bytes] | None = None
+        self.held_data: list[bytes] = []
 
     # -- asyncio.Protocol ----------------------------------------------------
 
@@ -137,9 +142,15 @@ class Connection(asyncio.Protocol):
         c.transport = transport
         self.client = c
         server.client_connected(self, c)
+        if server.log.level <= VERBOSE:
+            server.log.verbose(f"Accepted {c.addr}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client
+        if c is not None and not c.closing and self.server.log.level <= VERBOSE:
+            from .commands.client import log_info
+
+            self.server.log.verbose(f"Client closed connection {log_info(c)}")
         if c is not None:
             c.unwatch()
             self.server.client_disconnected(self, c)
@@ -148,6 +159,9 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         c = self.client
         if c is None or c.closing:
+            return
+        if self.held is not None:
+            self.held_data.append(data)
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
@@ -167,6 +181,9 @@ class Connection(asyncio.Protocol):
         if pending > 1048576 and query_buffer_exceeded(c, pending):
             c.closing = True
             out.clear()
+        self._send(c, out)
+
+    def _send(self, c: Client, out: list[bytes]) -> None:
         aof = self.server.aof
         if aof is not None and aof.hold(self, out):
             return  # sent once this turn's records are written (and fsynced under always)
@@ -178,6 +195,54 @@ class Connection(asyncio.Protocol):
                 check_output(self, c, obuf_class(self.server, c))
         if c.closing:
             self.transport.close()
+
+    def _log_protocol_error(self, msg: str) -> None:
+        """Valkey's verbose line for a client closed on bad input."""
+        log = self.server.log
+        if log.level > VERBOSE or self.client is None:
+            return
+        from .commands.client import log_info
+
+        if msg == "unbalanced quotes in request":
+            msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
+        log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")
+
+    # -- CLIENT PAUSE (pause.py) ------------------------------------------------
+
+    def _hold(self, req: list[bytes]) -> None:
+        self.held = req
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self.server.pause.hold(self)
+
+    def resume(self) -> None:
+        """The pause ended: run the held request, then the rest of what was
+        already read, then the reads that came meanwhile."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        c.out = out = []
+        reply = execute(c, req)
+        if reply is POSTPONED:
+            self._hold(req)
+        else:
+            out.append(reply)
+            if not c.closing:
+                if self.py is not None:
+                    self._drain(out)
+                else:
+                    self._hiredis_loop(out)
+        c.out = None
+        self._send(c, out)
+        pending, self.held_data = self.held_data, []
+        for data in pending:
+            if self.held is not None:
+                self.held_data.append(data)
+            else:
+                self.data_received(data)
 
     # -- the two parsers -------------------------------------------------------
 
@@ -226,6 +291,13 @@ class Connection(asyncio.Protocol):
             self.tail = data[-_TAIL:]
         reader.feed(data)
         self.boundary = False
+        self._hiredis_loop(out)
+
+    def _hiredis_loop(self, out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        reader = self.reader
+        retained = self.retained
         has_data = reader.has_data
         gets = reader.gets
         while True:
@@ -252,7 +324,11 @@ class Connection(asyncio.Protocol):
             self.boundary = not has_data()
             if not req:
                 continue
-            out.append(execute(c, req))
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
             if c.closing:
                 return
         if self.boundary:
@@ -273,6 +349,7 @@ class Connection(asyncio.Protocol):
         if retained is None:
             c.closing = True
             out.append(ProtocolError("invalid bulk length").reply())
+            self._log_protocol_error("invalid bulk length")
             return
         py = PyParser(self.server.config.proto_max_bulk_len)
         py.auth_required = not c.authenticated and c.server.acl.auth_required()
@@ -307,12 +384,17 @@ class Connection(asyncio.Protocol):
             except ProtocolError as e:
                 out.append(e.reply())
                 c.closing = True
+                self._log_protocol_error(e.msg)
                 return
             if req is None:
                 break
             if not req:
                 continue
-            out.append(execute(c, req))
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
             if c.closing:
                 return
             py.auth_required = not c.authenticated and c.server.acl.auth_required()

@@ -32,6 +32,10 @@ _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"res
 
 NOAUTH = CommandError(b"NOAUTH Authentication required.")
 
+# execute's answer for a request that must wait for CLIENT PAUSE to end
+# (pause.py): the connection keeps the request and runs it later.
+POSTPONED = bytes(bytearray(b"postponed"))
+
 
 def _sanitize(s: bytes) -> bytes:
     return s.replace(b"\r", b" ").replace(b"\n", b" ")
@@ -101,19 +105,22 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             try:
                 reply = cmd.handler(c, argv)
             except Exception:
-                return _failed(c, cmd, t0)
+                return _failed(c, cmd, argv, t0)
             if cmd.write:
                 server.dirty += 1
                 if server.aof is not None:
                     server.aof.feed(c, cmd, argv, reply)
             cmd.calls += 1
-            cmd.usec += (perf_counter_ns() - t0) // 1000
+            us = (perf_counter_ns() - t0) // 1000
+            cmd.usec += us
             c.tot_cmds += 1
+            if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
+                server.observer.record(c, cmd, argv, us)
             return reply
     return _execute(c, argv)
 
 
-def _failed(c: Client, cmd: Command, t0: int) -> bytes:
+def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     """The fast path's handler raised: answer as call() does."""
     e = sys.exc_info()[1]
     if isinstance(e, CommandError):
@@ -127,8 +134,11 @@ def _failed(c: Client, cmd: Command, t0: int) -> bytes:
         c.server.count_error(msg)
         reply = b"-" + msg + b"\r\n"
     cmd.calls += 1
-    cmd.usec += (perf_counter_ns() - t0) // 1000
+    us = (perf_counter_ns() - t0) // 1000
+    cmd.usec += us
     c.tot_cmds += 1
+    if us >= c.server.observe_us:
+        c.server.observer.record(c, cmd, argv, us)
     return reply
 
 
@@ -196,6 +206,8 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                     flag_transaction(c)
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
+    if server.pause.end and server.pause.must_wait(c, cmd):
+        return POSTPONED
     if c.multi is not None:
         root = cmd.parent or cmd
         if root.bname not in _TX_CONTROL:
@@ -229,6 +241,8 @@ def _exec_abort(c: Client, msg: bytes) -> bytes:
     c.discard_multi()
     msg = b"EXECABORT Transaction discarded because of: " + msg
     c.server.count_error(msg)
+    if c.server.observer.monitors:  # MONITOR sees the transaction end
+        c.server.observer.feed(c, [b"EXEC"])
     return b"-" + msg + b"\r\n"
 
 
@@ -269,6 +283,9 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
         c.server.count_error(msg)
         reply = b"-" + msg + b"\r\n"
     cmd.calls += 1
-    cmd.usec += (perf_counter_ns() - t0) // 1000
+    us = (perf_counter_ns() - t0) // 1000
+    cmd.usec += us
     c.tot_cmds += 1
+    if us >= c.server.observe_us:
+        c.server.observer.record(c, cmd, argv, us)
     return reply

@@ -102,11 +102,22 @@ def _clients(s: Server) -> Fields:
     return [
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
         ("maxclients", s.config.values["maxclients"]), ("client_recent_max_input_buffer", 0),
-        ("client_recent_max_output_buffer", 0), ("blocked_clients", 0), ("tracking_clients", 0),
+        ("client_recent_max_output_buffer", 0), ("blocked_clients", len(s.pause.waiting)),
+        ("tracking_clients", 0),
         ("pubsub_clients", 0), ("watching_clients", watching), ("clients_in_timeout_table", 0),
         ("total_watched_keys", watched_keys), ("total_blocking_keys", 0), ("total_blocking_keys_on_nokey", 0),
-        ("paused_reason", "none"), ("paused_actions", "none"), ("paused_timeout_milliseconds", 0),
+        *_paused(s),
     ]
+
+
+def _paused(s: Server) -> Fields:
+    """CLIENT PAUSE's state (pause.py), as Valkey reports it."""
+    p = s.pause
+    if not p.end:
+        return [("paused_reason", "none"), ("paused_actions", "none"), ("paused_timeout_milliseconds", 0)]
+    left = max(int((p.end - time.monotonic()) * 1000), 0)
+    return [("paused_reason", "client_pause"), ("paused_actions", "all" if p.all else "write"),
+            ("paused_timeout_milliseconds", left)]
 
 
 def _memory(s: Server) -> Fields:

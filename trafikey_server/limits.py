@@ -170,6 +170,9 @@ def apply_maxmemory(server: Server, value: int) -> None:
         server.table = table
     else:
         server.table = base
+    pause = getattr(server, "pause", None)
+    if pause is not None and pause.end:  # CLIENT PAUSE keeps the fast path off (pause.py)
+        pause.hide_fast()
 
 
 def oom_refusal(c: Client, cmd: Command) -> bytes | None:

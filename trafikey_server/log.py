@@ -12,6 +12,7 @@ import time
 from typing import TextIO
 
 LEVELS = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3, "nothing": 4}
+DEBUG, VERBOSE, NOTICE, WARNING = 0, 1, 2, 3
 _MARKS = ".-*#"
 
 

@@ -98,6 +98,15 @@ class Server:
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
+        # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
+        # dispatch compares each call with it (observe.py keeps it current).
+        self.observe_us = 1 << 62
+        from .observe import Observer
+
+        self.observer = Observer(self)
+        from .pause import Pause
+
+        self.pause = Pause(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -123,6 +132,8 @@ class Server:
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
+        if self.observer.monitors:
+            self.observer.drop(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
@@ -149,6 +160,12 @@ class Server:
         self.stopping = asyncio.Event()
         from .persist.startup import load_at_startup
 
+        # Valkey's start-up lines, in its words where they apply.
+        self.log.notice("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
+        self.log.notice(f"trafikey-server version={self.version}, valkey-compat={VALKEY_VERSION}, bits=64, "
+                        f"pid={self.pid}, just started")
+        self.log.notice("Configuration loaded")
+        self.log.notice("Server initialized")
         load_at_startup(self)
         self.write_brand()
         hosts = self.config.bind.split() or ["127.0.0.1"]
@@ -164,6 +181,7 @@ class Server:
             if port == 0:
                 port = lst.port
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+        self.log.notice(f"Running mode=standalone, port={self.ports[0] if self.ports else port}.")
         self.log.notice(
             f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
             f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
@@ -234,7 +252,7 @@ class Server:
             if conn.transport is not None:
                 conn.transport.close()
         await asyncio.sleep(0)
-        self.log.notice("Valkey-compatible server is now ready to exit, bye bye...")
+        self.log.warning("trafikey-server is now ready to exit, bye bye...")
 
 
 def run(config: Config) -> int:

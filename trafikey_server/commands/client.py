@@ -217,7 +217,7 @@ def client_help(c: Client, argv: list[bytes]) -> bytes:
 
 def _flags(c: Client) -> str:
     """Valkey's flag letters, in its order, for the states this server has."""
-    out = ""
+    out = "O" if c in c.server.observer.monitors else ""  # MONITOR mode
     if c.multi is not None or c.in_exec:
         out += "x"
     if c.watch_dirty:
@@ -530,3 +530,40 @@ def client_kill(c: Client, argv: list[bytes]) -> bytes:
     for x in victims:
         _kill(c, x)
     return integer(len(victims))
+
+
+# -- PAUSE / UNPAUSE (pause.py) ----------------------------------------------------------
+
+
+def client_pause(c: Client, argv: list[bytes]) -> bytes:
+    """CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked before the
+    timeout, as Valkey does."""
+    pause_all = True
+    if len(argv) >= 4:
+        mode = argv[3].lower()
+        if mode == b"write":
+            pause_all = False
+        elif mode != b"all":
+            raise CommandError(b"ERR CLIENT PAUSE mode must be WRITE or ALL")
+    ms = to_int(argv[2])
+    if ms is None:
+        raise CommandError(b"ERR timeout is not an integer or out of range")
+    if ms < 0:
+        raise CommandError(b"ERR timeout is negative")
+    c.server.pause.start(ms, pause_all)
+    return OK
+
+
+def client_unpause(c: Client, argv: list[bytes]) -> bytes:
+    c.server.pause.stop()
+    return OK
+
+
+def log_info(c: Client) -> str:
+    """A client as Valkey's log lines describe it: its CLIENT LIST line,
+    with the name and user hidden while hide-user-data-from-log is on."""
+    line = _line(c, c, [], time.time()).rstrip("\n")
+    if c.server.config.values.get("hide-user-data-from-log", True):
+        line = line.replace(f" name={_text(c.name)} ", " name=*redacted* ", 1)
+        line = line.replace(f" user={_text(c.user)} ", " user=*redacted* ", 1)
+    return line

@@ -138,6 +138,7 @@ def hello_reply(c: Client) -> bytes:
 
 def reset(c: Client, argv: list[bytes]) -> bytes:
     c.discard_multi()
+    c.server.observer.drop(c)  # RESET leaves MONITOR mode
     c.select(0)
     c.set_protocol(2)
     c.name = b""

@@ -54,6 +54,8 @@ def _run_script(c: Client, script: Script, argv: list[bytes], nkeys: int, ro: bo
 
 
 def _eval(c: Client, argv: list[bytes], ro: bool) -> bytes:
+    if c.server.observer.monitors:  # before the commands it runs, as Valkey feeds it
+        c.server.observer.feed(c, argv)
     nkeys = _numkeys(argv)
     engine = c.server.scripting
     try:
@@ -64,6 +66,8 @@ def _eval(c: Client, argv: list[bytes], ro: bool) -> bytes:
 
 
 def _evalsha(c: Client, argv: list[bytes], ro: bool) -> bytes:
+    if c.server.observer.monitors:  # before the commands it runs, as Valkey feeds it
+        c.server.observer.feed(c, argv)
     sha = argv[1]
     if len(sha) != 40:
         raise CommandError(NOSCRIPT)  # before the key count, as Valkey checks
@@ -327,6 +331,8 @@ def function_help(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _fcall(c: Client, argv: list[bytes], ro: bool) -> bytes:
+    if c.server.observer.monitors:  # before the commands it runs, as Valkey feeds it
+        c.server.observer.feed(c, argv)
     engine = c.server.scripting
     f = engine.libraries.find(argv[1])
     if f is None:

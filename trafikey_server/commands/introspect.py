@@ -1,0 +1,330 @@
+"""MONITOR, SLOWLOG, LATENCY and MEMORY: watching the server from a client.
+
+What they report is gathered by observe.py (durations, MONITOR lines) and
+by INFO's memory readings. Memory figures are estimates: a Python process
+does not allocate per key the way Valkey's allocator does, so MEMORY USAGE
+adds up the sizes Valkey's encodings would take, and MEMORY STATS reports
+the process's resident memory in Valkey's fields.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import CommandError, syntax
+from ..parsing import to_int
+from ..resp import OK, array, bulk, bulks, integer
+from ..types import Hash
+from ..zset import ZSet
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+
+def _help(lines: list[bytes]) -> bytes:
+    return array([b"+%s\r\n" % line for line in lines])
+
+
+def _container(name: bytes) -> CommandError:
+    return CommandError(b"ERR unknown subcommand. Try %s HELP." % name)
+
+
+# -- MONITOR ----------------------------------------------------------------------------
+
+
+def monitor(c: Client, argv: list[bytes]) -> bytes:
+    """From now on the client receives a line for each command the server
+    runs. Asked twice, Valkey ignores the second request without a reply."""
+    observer = c.server.observer
+    if c in observer.monitors:
+        return b""
+    observer.add_monitor(c)
+    return OK
+
+
+# -- SLOWLOG ----------------------------------------------------------------------------
+
+_SLOWLOG_HELP = _help([
+    b"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"GET [<count>]",
+    b"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    b"    Entries are made of:",
+    b"    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    b"    client name",
+    b"LEN",
+    b"    Return the length of the slowlog.",
+    b"RESET",
+    b"    Reset the slowlog.",
+    b"HELP",
+    b"    Print this help.",
+])
+
+
+def slowlog(c: Client, argv: list[bytes]) -> bytes:
+    raise _container(b"SLOWLOG")
+
+
+def slowlog_help(c: Client, argv: list[bytes]) -> bytes:
+    return _SLOWLOG_HELP
+
+
+def slowlog_len(c: Client, argv: list[bytes]) -> bytes:
+    return integer(len(c.server.observer.slowlog))
+
+
+def slowlog_reset(c: Client, argv: list[bytes]) -> bytes:
+    c.server.observer.slowlog.clear()
+    return OK
+
+
+def slowlog_get(c: Client, argv: list[bytes]) -> bytes:
+    log = c.server.observer.slowlog
+    count = 10
+    if len(argv) > 3:
+        raise CommandError(b"ERR unknown subcommand or wrong number of arguments for '%s'. Try SLOWLOG HELP."
+                           % argv[1])
+    if len(argv) == 3:
+        n = to_int(argv[2])
+        if n is None or n < -1:
+            raise CommandError(b"ERR count should be greater than or equal to -1")
+        count = n
+        if count < -1:
+            raise CommandError(b"ERR count should be greater than or equal to -1")
+        if count == -1:
+            count = len(log)
+    entries = []
+    for i, (eid, when, usec, args, peer, name) in enumerate(log):
+        if i >= count:
+            break
+        entries.append(array([integer(eid), integer(when), integer(usec), bulks(args), bulk(peer), bulk(name)]))
+    return array(entries)
+
+
+# -- LATENCY ----------------------------------------------------------------------------
+
+_LATENCY_HELP = _help([
+    b"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"DOCTOR",
+    b"    Return a human readable latency analysis report.",
+    b"GRAPH <event>",
+    b"    Return an ASCII latency graph for the <event> class.",
+    b"HISTORY <event>",
+    b"    Return time-latency samples for the <event> class.",
+    b"LATEST",
+    b"    Return the latest latency samples for all events.",
+    b"RESET [<event> ...]",
+    b"    Reset latency data of one or more <event> classes.",
+    b"    (default: reset all data for all event classes)",
+    b"HISTOGRAM [COMMAND ...]",
+    b"    Return a cumulative distribution of latencies in the format of a histogram for the specified command "
+    b"names.",
+    b"    If no commands are specified then all histograms are replied.",
+    b"HELP",
+    b"    Print this help.",
+])
+
+
+def latency(c: Client, argv: list[bytes]) -> bytes:
+    raise _container(b"LATENCY")
+
+
+def latency_help(c: Client, argv: list[bytes]) -> bytes:
+    return _LATENCY_HELP
+
+
+def latency_latest(c: Client, argv: list[bytes]) -> bytes:
+    rows = []
+    for event, series in c.server.observer.latency.items():
+        when, ms = series.samples[-1]
+        rows.append(array([bulk(event.encode()), integer(when), integer(ms), integer(series.max)]))
+    return array(rows)
+
+
+def latency_history(c: Client, argv: list[bytes]) -> bytes:
+    series = c.server.observer.latency.get(argv[2].decode(errors="replace"))
+    if series is None:
+        return array([])
+    return array([array([integer(when), integer(ms)]) for when, ms in series.samples])
+
+
+def latency_reset(c: Client, argv: list[bytes]) -> bytes:
+    events = c.server.observer.latency
+    if len(argv) == 2:
+        n = len(events)
+        events.clear()
+        return integer(n)
+    n = 0
+    for name in argv[2:]:
+        if events.pop(name.decode(errors="replace"), None) is not None:
+            n += 1
+    return integer(n)
+
+
+def latency_doctor(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey's report, without its event-specific advice (the events this
+    server records are command latencies, where the advice is the slow log)."""
+    observer = c.server.observer
+    threshold = c.server.config.values.get("latency-monitor-threshold", 0)
+    if not observer.latency and threshold == 0:
+        return c.r.verbatim(
+            b"I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Valkey instance. You may "
+            b"use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it.\n")
+    if not observer.latency:
+        return c.r.verbatim(b"No latency spike was observed during the lifetime of this Valkey instance, not "
+                            b"in the slightest bit.\n")
+    now = int(time.time())
+    lines = [b"Latency spikes are observed in this Valkey instance.\n\n"]
+    for i, (event, series) in enumerate(observer.latency.items(), 1):
+        values = [ms for _, ms in series.samples]
+        n = len(values)
+        avg = sum(values) // n
+        mad = sum(abs(v - avg) for v in values) // n
+        period = (now - series.samples[0][0]) / n
+        lines.append(b"%d. %s: %d latency spikes (average %dms, mean deviation %dms, period %.2f sec). "
+                     b"Worst all time event %dms.\n" % (i, event.encode(), n, avg, mad, period, series.max))
+    lines.append(b"\nThere are latency events logged that are not easy to fix. Please get some "
+                 b"help from Valkey community, providing this report in your help request.\n")
+    return c.r.verbatim(b"".join(lines))
+
+
+# -- MEMORY -----------------------------------------------------------------------------
+
+_MEMORY_HELP = _help([
+    b"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"DOCTOR",
+    b"    Return memory problems reports.",
+    b"MALLOC-STATS",
+    b"    Return internal statistics report from the memory allocator.",
+    b"PURGE",
+    b"    Attempt to purge dirty pages for reclamation by the allocator.",
+    b"STATS",
+    b"    Return information about the memory usage of the server.",
+    b"USAGE <key> [SAMPLES <count>]",
+    b"    Return memory in bytes used by <key> and its value. Nested values are",
+    b"    sampled up to <count> times (default: 5, 0 means sample all).",
+    b"HELP",
+    b"    Print this help.",
+])
+
+
+def memory(c: Client, argv: list[bytes]) -> bytes:
+    raise _container(b"MEMORY")
+
+
+def memory_help(c: Client, argv: list[bytes]) -> bytes:
+    return _MEMORY_HELP
+
+
+def _alloc(n: int) -> int:
+    """The size class jemalloc rounds an allocation of n bytes up to."""
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) // 16 * 16
+    step = 1 << (n.bit_length() - 3)
+    return (n + step - 1) // step * step
+
+
+def _sds(n: int) -> int:
+    return n + (3 if n < 256 else 5 if n < 65536 else 9) + 1
+
+
+def estimate(key: bytes, value: object, samples: int) -> int:
+    """Bytes Valkey would spend on the key and its value: the object with
+    its embedded key, and for a collection the average of the first
+    ``samples`` elements times their number, as objectComputeSize samples."""
+    head = _alloc(16 + 8 + _sds(len(key)))
+    if isinstance(value, (bytes, bytearray)):
+        n = len(value)
+        return head + (0 if n <= 20 and value.lstrip(b"-").isdigit() else _alloc(_sds(n)))
+    if type(value) is Hash:
+        items = list(value.items())[:samples]
+        per = sum(_alloc(_sds(len(f))) + _alloc(_sds(len(v))) + 16 for f, v in items) / max(len(items), 1)
+        return head + 64 + int(per * len(value))
+    if type(value) is ZSet:
+        members = list(value.scores)[:samples]
+        per = sum(_alloc(_sds(len(m))) + 8 + 48 for m in members) / max(len(members), 1)
+        return head + 128 + int(per * len(value))
+    return head
+
+
+def memory_usage(c: Client, argv: list[bytes]) -> bytes:
+    samples = 5
+    i = 3
+    while i < len(argv):
+        if argv[i].lower() == b"samples" and i + 1 < len(argv):
+            n = to_int(argv[i + 1])
+            if n is None:
+                raise CommandError(b"ERR value is not an integer or out of range")
+            samples = n
+            if samples < 0:
+                raise syntax()
+            if samples == 0:
+                samples = 1 << 62
+            i += 2
+        else:
+            raise syntax()
+    value = c.db.get(argv[2])
+    if value is None:
+        return c.r.null
+    return integer(estimate(argv[2], value, samples))
+
+
+def memory_stats(c: Client, argv: list[bytes]) -> bytes:
+    from ..info import _STARTUP_RSS, _peak, _rss
+
+    s = c.server
+    rss = _rss()
+    peak = max(_peak(), rss)
+    startup = min(_STARTUP_RSS, rss)
+    overhead = startup
+    dataset = max(rss - overhead, 0)
+    keys = sum(len(db) for db in s.dbs)
+    r = c.r
+    pairs: list[tuple[bytes, bytes]] = []
+
+    def put(name: bytes, enc: bytes) -> None:
+        pairs.append((bulk(name), enc))
+
+    for name, v in ((b"peak.allocated", peak), (b"total.allocated", rss), (b"startup.allocated", startup),
+                    (b"replication.backlog", 0), (b"replicas.repl.buffer", 0), (b"clients.slaves", 0),
+                    (b"clients.normal", 0), (b"cluster.links", 0), (b"cluster.slot_import", 0),
+                    (b"cluster.slot_export", 0), (b"aof.buffer", 0), (b"lua.caches", 0),
+                    (b"functions.caches", 0)):
+        put(name, integer(v))
+    for db in s.dbs:
+        if db.id == 0 or len(db):
+            put(b"db.%d" % db.id, r.map([(bulk(b"overhead.hashtable.main"), integer(len(db) * 8)),
+                                         (bulk(b"overhead.hashtable.expires"), integer(len(db.expires) * 8))]))
+    put(b"overhead.db.hashtable.lut", integer(0))
+    put(b"overhead.db.hashtable.rehashing", integer(0))
+    put(b"overhead.total", integer(overhead))
+    put(b"db.dict.rehashing.count", integer(0))
+    put(b"keys.count", integer(keys))
+    put(b"keys.bytes-per-key", integer(dataset // keys if keys else 0))
+    put(b"dataset.bytes", integer(dataset))
+    put(b"dataset.percentage", r.double(100.0 * dataset / rss if rss else 0.0))
+    put(b"peak.percentage", r.double(100.0 * rss / peak if peak else 0.0))
+    for name in (b"allocator.allocated", b"allocator.active", b"allocator.resident"):
+        put(name, integer(rss))
+    put(b"allocator.muzzy", integer(0))
+    for name in (b"allocator-fragmentation", b"allocator-rss", b"rss-overhead"):
+        put(name + b".ratio", r.double(1.0))
+        put(name + b".bytes", integer(0))
+    put(b"fragmentation", r.double(1.0))
+    put(b"fragmentation.bytes", integer(0))
+    return r.map(pairs)
+
+
+def memory_doctor(c: Client, argv: list[bytes]) -> bytes:
+    from ..info import _rss
+
+    if _rss() < 5 * 1024 * 1024:
+        text = (b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
+                b"used in these conditions. Please, leave for your mission on Earth and fill it with some data. "
+                b"The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
+    else:
+        text = (b"Hi Sam, I can't find any memory issue in your instance. "
+                b"I can only account for what occurs on this base.\n")
+    return c.r.verbatim(text)

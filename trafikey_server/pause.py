@@ -1,0 +1,89 @@
+"""CLIENT PAUSE: commands wait, they are not refused.
+
+While a pause lasts, dispatch's fast path is switched off (the server
+serves a copy of its table with an empty fast map, as limits.py does for
+maxmemory, so the lookup dispatch already makes sends every request down
+the full path) and the full path asks ``must_wait``. A request that
+must wait is handed back to its connection, which keeps it, stops reading
+and runs it, then whatever followed it, once the pause ends (timeout or
+CLIENT UNPAUSE). Clients in MONITOR mode are never paused, as Valkey
+exempts them with its replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .connection import Connection
+    from .registry import Command
+    from .server import Server
+
+# Commands that may write through what they run (Valkey's may_replicate).
+_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"function", b"script"))
+
+
+class Pause:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.end = 0.0  # monotonic seconds; 0 while nothing is paused
+        self.all = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.waiting: list[Connection] = []
+
+    def start(self, ms: int, pause_all: bool) -> None:
+        """Valkey's pauseClientsByClient: a later end wins, and ALL is kept
+        over WRITE until the pause ends."""
+        end = time.monotonic() + ms / 1000
+        self.all = pause_all or (self.all and self.end > 0)
+        if end > self.end:
+            self.end = end
+            if self.timer is not None:
+                self.timer.cancel()
+            loop = self.server.loop or asyncio.get_event_loop()
+            self.timer = loop.call_later(max(ms / 1000, 0.0), self.stop)
+        self.hide_fast()
+
+    def hide_fast(self) -> None:
+        """Serve a copy of the current table without its fast map (also
+        called when maxmemory picks another table during a pause)."""
+        server = self.server
+        if server.table.fast:
+            table = copy.copy(server.table)
+            table.fast = {}
+            server.table = table
+
+    def stop(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.end = 0.0
+        self.all = False
+        server = self.server
+        from .limits import apply_maxmemory
+
+        apply_maxmemory(server, server.maxmemory)  # the table it serves unpaused
+        waiting, self.waiting = self.waiting, []
+        # As Valkey unblocks them: after the current command has answered.
+        loop = server.loop or asyncio.get_event_loop()
+        for conn in waiting:
+            loop.call_soon(conn.resume)
+
+    def must_wait(self, c: Client, cmd: Command) -> bool:
+        if c in self.server.observer.monitors:
+            return False
+        if self.all:
+            return True
+        root = cmd.parent or cmd
+        if cmd.write or root.bname in _MAY_WRITE:
+            return True
+        if root.bname == b"exec" and c.multi:
+            return any(q.write or (q.parent or q).bname in _MAY_WRITE for q, _ in c.multi)
+        return False
+
+    def hold(self, conn: Any) -> None:
+        self.waiting.append(conn)
