@@ -48,53 +48,56 @@ def _records(data: bytes) -> list[tuple[int, int, list[bytes]]]:
     pos = 0
     n = len(data)
     while pos < n:
-        start = pos
         if data[pos] == 35:  # '#': an annotation line
             eol = data.find(b"\n", pos)
             if eol < 0:
                 raise _Truncated()
             pos = eol + 1
             continue
-        if data[pos] != 42:  # '*'
-            raise _Garbage(start)
-        eol = data.find(b"\r\n", pos)
-        if eol < 0:
-            if _digits_so_far(data[pos + 1:]):
-                raise _Truncated()
-            raise _Garbage(start)
-        try:
-            argc = int(data[pos + 1:eol])
-        except ValueError:
-            raise _Garbage(start) from None
-        if argc < 1:
-            raise _Garbage(start)
-        pos = eol + 2
-        argv: list[bytes] = []
-        for _ in range(argc):
-            if pos >= n:
-                raise _Truncated()
-            if data[pos] != 36:  # '$'
-                raise _Garbage(start)
-            eol = data.find(b"\r\n", pos)
-            if eol < 0:
-                if _digits_so_far(data[pos + 1:]):
-                    raise _Truncated()
-                raise _Garbage(start)
-            try:
-                ln = int(data[pos + 1:eol])
-            except ValueError:
-                raise _Garbage(start) from None
-            if ln < 0:
-                raise _Garbage(start)
-            pos = eol + 2
-            if pos + ln + 2 > n:
-                raise _Truncated()
-            if data[pos + ln:pos + ln + 2] != b"\r\n":
-                raise _Garbage(start)
-            argv.append(data[pos:pos + ln])
-            pos += ln + 2
-        out.append((start, pos, argv))
+        end, argv = _record(data, pos)
+        out.append((pos, end, argv))
+        pos = end
     return out
+
+
+def _record(data: bytes, start: int) -> tuple[int, list[bytes]]:
+    """The record whose ``*count`` line is at start: where it ends, and its
+    arguments."""
+    n = len(data)
+    argc, pos = _header(data, start, 42, start)  # '*'
+    if argc < 1:
+        raise _Garbage(start)
+    argv: list[bytes] = []
+    for _ in range(argc):
+        if pos >= n:
+            raise _Truncated()
+        ln, pos = _header(data, pos, 36, start)  # '$'
+        if ln < 0:
+            raise _Garbage(start)
+        if pos + ln + 2 > n:
+            raise _Truncated()
+        if data[pos + ln:pos + ln + 2] != b"\r\n":
+            raise _Garbage(start)
+        argv.append(data[pos:pos + ln])
+        pos += ln + 2
+    return pos, argv
+
+
+def _header(data: bytes, pos: int, kind: int, start: int) -> tuple[int, int]:
+    """The number on a ``*count`` or ``$length`` line at pos, and where the
+    line ends; _Truncated when the file stops inside the line, _Garbage
+    (at the record's start) when it is not such a line."""
+    if data[pos] != kind:
+        raise _Garbage(start)
+    eol = data.find(b"\r\n", pos)
+    if eol < 0:
+        if _digits_so_far(data[pos + 1:]):
+            raise _Truncated()
+        raise _Garbage(start)
+    try:
+        return int(data[pos + 1:eol]), eol + 2
+    except ValueError:
+        raise _Garbage(start) from None
 
 
 def _digits_so_far(tail: bytes) -> bool:
@@ -104,35 +107,19 @@ def _digits_so_far(tail: bytes) -> bool:
 
 
 def _first(data: bytes, pos: int) -> tuple[int, int, list[bytes]] | None:
-    """The record at pos of data already known to hold no garbage before
-    its cut; None at the end, _Truncated when data stops inside it."""
+    """The record at pos (after any annotation lines) of data already known
+    to hold no garbage before its cut; None at the end, _Truncated when data
+    stops inside it."""
     n = len(data)
-    start = pos
     while pos < n and data[pos] == 35:
         eol = data.find(b"\n", pos)
         if eol < 0:
             raise _Truncated()
         pos = eol + 1
-        start = pos
     if pos >= n:
         return None
-    eol = data.find(b"\r\n", pos)
-    if eol < 0:
-        raise _Truncated()
-    argc = int(data[pos + 1:eol])
-    pos = eol + 2
-    argv = []
-    for _ in range(argc):
-        eol = data.find(b"\r\n", pos)
-        if eol < 0:
-            raise _Truncated()
-        ln = int(data[pos + 1:eol])
-        pos = eol + 2
-        if pos + ln + 2 > n:
-            raise _Truncated()
-        argv.append(data[pos:pos + ln])
-        pos += ln + 2
-    return (start, pos, argv)
+    end, argv = _record(data, pos)
+    return pos, end, argv
 
 
 class Loader:
@@ -204,7 +191,7 @@ class Loader:
                 rec = _first(data, pos)
             except _Truncated:
                 break
-            except ValueError:  # pragma: no cover - _records saw no garbage
+            except _Garbage:  # pragma: no cover - _records saw no garbage
                 break
             if rec is None:
                 break
