@@ -71,6 +71,17 @@ def digest(password: bytes) -> bytes:
     return hashlib.sha256(password).hexdigest().encode()
 
 
+def _password_rule_hash(op: bytes) -> bytes:
+    """The digest a password rule names: ``>pass`` / ``<pass`` give the
+    password, hashed here; ``#hash`` / ``!hash`` give the digest itself."""
+    if op[:1] in (b">", b"<"):
+        return digest(op[1:])
+    h = op[1:]
+    if not _valid_hash(h):
+        raise AclError(BAD_HASH)
+    return h
+
+
 def _valid_hash(h: bytes) -> bool:
     return len(h) == 64 and all(ch in b"0123456789abcdef" for ch in h)
 
@@ -253,22 +264,12 @@ class User:
             self.nopass = False
             self.passwords = []
         elif op[:1] in (b">", b"#"):
-            if op[:1] == b">":
-                h = digest(op[1:])
-            else:
-                h = op[1:]
-                if not _valid_hash(h):
-                    raise AclError(BAD_HASH)
+            h = _password_rule_hash(op)
             if h not in self.passwords:
                 self.passwords.append(h)
             self.nopass = False
         elif op[:1] in (b"<", b"!"):
-            if op[:1] == b"<":
-                h = digest(op[1:])
-            else:
-                h = op[1:]
-                if not _valid_hash(h):
-                    raise AclError(BAD_HASH)
+            h = _password_rule_hash(op)
             if h not in self.passwords:
                 raise AclError(NO_SUCH_PASSWORD)
             self.passwords.remove(h)
