@@ -495,14 +495,17 @@ class Chaos:
             return
         self.stale.append((what, f"ACCEPTED {got!r}"))
 
-    def settle(self, r: redis.Redis, jid: bytes, token: int, *args: object) -> None:
-        """A settling verb with the holder's token; a success ends the lease."""
+    def settle(self, r: redis.Redis, jid: bytes, token: int, *args: object) -> bool:
+        """A settling verb with the holder's token; a success ends the lease.
+        False when it was refused (a clock jump let a sweeper take the lease)."""
         verb = str(args[0])
         got = self.send(r, *args)
-        if got is not None:
-            if verb in SETTLE_REPLIES and got != SETTLE_REPLIES[verb]:
-                self.unexpected.append(f"{verb} {jid!r} -> {got!r}")
-            self.ends.append((jid, token, verb, got))  # type: ignore[arg-type]
+        if got is None:
+            return False
+        if verb in SETTLE_REPLIES and got != SETTLE_REPLIES[verb]:
+            self.unexpected.append(f"{verb} {jid!r} -> {got!r}")
+        self.ends.append((jid, token, verb, got))  # type: ignore[arg-type]
+        return True
 
 
 def complete_args(jid: bytes, token: int | bytes) -> tuple[object, ...]:
@@ -544,8 +547,12 @@ def chaos_worker(port: int, seed: int, stop: threading.Event, rivals: list[tuple
             conn = r.connection
             assert conn is not None
             if what == "complete-twice":
-                st.settle(r, jid, token, *complete_args(jid, token))
-                st.never(r, "second COMPLETE", *complete_args(jid, token))
+                # Only after a COMPLETE that took effect is the row known to be
+                # gone; if a sweeper took the lease first, the job lives on
+                # (EMQSTATE/EMQLEASE), and the repeat must still be refused.
+                done = st.settle(r, jid, token, *complete_args(jid, token))
+                st.never(r, "second COMPLETE" if done else "COMPLETE repeated after a refused one",
+                         *complete_args(jid, token))
             elif what == "race":  # a rival sends the same COMPLETE at the same time
                 with rival_cv:
                     rivals.append((jid, token))
