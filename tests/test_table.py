@@ -27,3 +27,15 @@ def test_a_table_without_a_row_does_not_serve_it() -> None:
     table = default_table().without("ping")
     assert table.lookup(b"ping") is None
     assert table.lookup(b"echo") is not None
+
+
+def test_compatibility_lists_every_unserved_valkey_command(valkey_server) -> None:  # type: ignore[no-untyped-def]
+    """docs/compatibility.md names exactly the rows of Valkey's COMMAND LIST
+    the table does not serve, asked of a running Valkey 9.1.2."""
+    from gen_unserved import DOC, valkey_rows
+    from gen_unserved import updated as with_unserved
+
+    rows = valkey_rows(valkey_server.port)
+    assert len(rows) == 399  # Valkey 9.1.2's table, commands and subcommands
+    page = DOC.read_text()
+    assert page == with_unserved(page, rows, Table(load_rows())), "run: python tools/gen_unserved.py"
