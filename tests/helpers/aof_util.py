@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+
 from .servers import ROOT, Proc, free_port, valkey_binary
 
 DBS = 16

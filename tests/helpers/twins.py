@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from .emq_model import server_keyspace
-from .resp_wire import Wire
 
 from trafikey_server.lua import SCRIPTS
+
+from .emq_model import server_keyspace
+from .resp_wire import Wire
 
 T0 = 1_700_000_000_000  # the frozen trafikey clock's start in every test
 IGNORED_FIELDS = (b"failures", b"lease_epoch")  # the native verbs' own fields

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
 from helpers.servers import Proc, valkey_binary
+from redis.cluster import RedisCluster
 
 from trafikey_server.lua import SCRIPTS
 from trafikey_server.slots import keyslot

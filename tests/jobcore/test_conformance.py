@@ -48,10 +48,10 @@ from typing import Any
 
 import pytest
 from helpers.emq_model import SHAPES, resp2
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from helpers.servers import Proc
 from helpers.twins import IGNORED_FIELDS, T0, At, Executor, H, S, Z, native, row, trafikey_lua, valkey_lua
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from trafikey_server.lua import SCRIPTS
 

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 from helpers.emq_model import Model, Queue, Reply, resp2, server_keyspace
+from helpers.resp_wire import Wire
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
-from helpers.resp_wire import Wire
 
 T0 = 1_700_000_000_000
 QUEUES = (Queue(b"emq:{a}:"), Queue(b"emq:{b}:"))

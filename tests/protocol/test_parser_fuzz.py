@@ -17,10 +17,10 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, start_trafikey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture(scope="module")

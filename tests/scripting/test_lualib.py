@@ -25,10 +25,10 @@ from typing import Any
 
 import lupa.lua51
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trafikey_server.scripting.lualib import install, untail_library_calls
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire, encode
 from helpers.servers import start_trafikey, start_valkey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FUNCTION_HEALTH = [HealthCheck.function_scoped_fixture]
 

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, free_port, start_trafikey, start_valkey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
 OK = b"+OK\r\n"

@@ -8,9 +8,9 @@ there we compare contents. HRANDFIELD picks are random: properties only.
 from __future__ import annotations
 
 import pytest
+from helpers.script import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers.script import run
 
 ENTRIES = 512  # hash-max-listpack-entries (Valkey 9's default)
 VALUE = 64  # hash-max-listpack-value

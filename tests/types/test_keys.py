@@ -14,10 +14,10 @@ import os
 import random
 import time
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire
 from helpers.script import run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_strings import encodings_agree
 
 from trafikey_server.glob import match

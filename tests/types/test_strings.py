@@ -14,11 +14,11 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.resp_wire import Wire
 from helpers.script import run
 from helpers.servers import start_trafikey, start_valkey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trafikey_server.errors import CommandError
 from trafikey_server.longdouble import incr_by_float

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.script import run, words
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers.script import run, words
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
