@@ -805,6 +805,22 @@ class Config:
         return list(out.items())
 
 
+# Valkey's MULTI_ARG_CONFIG options: given as one non-empty word in a config
+# file or on the command line, the word is split again as a config line is,
+# so ``--save "60 100"`` and a literal ``--save "''"`` read as ``60 100`` and
+# as an empty value.
+_MULTI_ARG = frozenset(("save", "client-output-buffer-limit", "oom-score-adj-values", "bind", "replicaof",
+                        "slaveof", "latency-tracking-info-percentiles", "shutdown-on-sigint", "shutdown-on-sigterm"))
+
+
+def _directive_text(name: str, words: list[str]) -> str:
+    if len(words) == 1 and words[0] and name.lower() in _MULTI_ARG:
+        again = split_args(words[0])
+        if again is not None:
+            words = again
+    return " ".join(words)
+
+
 def parse_args(argv: list[str], config: Config | None = None) -> Config:
     """valkey-server's command line: ``[configfile] [--name value ...]``.
 
@@ -827,7 +843,7 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
         if config.option(name) is None:
             raise ConfigError(f"Bad directive or wrong number of arguments: '{name}'")
         try:
-            config.set_text(name, " ".join(words))
+            config.set_text(name, _directive_text(name, words))
         except ConfigError as e:
             # Valkey names the directive and the value it refused.
             raise ConfigError(f"'{name} \"{' '.join(words)}\"' {e}") from None
@@ -845,6 +861,6 @@ def load_file(config: Config, path: str) -> None:
                 raise ConfigError(f"{path}:{lineno}: Unbalanced quotes in configuration line")
             name, rest = words[0], words[1:]
             try:
-                config.set_text(name, " ".join(rest))
+                config.set_text(name, _directive_text(name, rest))
             except ConfigError as e:
                 raise ConfigError(f"{path}:{lineno}: {e}") from None

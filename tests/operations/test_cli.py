@@ -92,3 +92,22 @@ def test_sigint_stops_cleanly() -> None:
         assert p.proc.wait(10) == 0
     finally:
         p.stop()
+
+
+def test_multi_arg_options_given_as_one_word_split_again() -> None:
+    """Valkey splits a multi-argument option given as one word again, as a
+    config line: ``--save "''"`` (an unexpanded shell quote) is an empty
+    save, and ``--save "60 100"`` two numbers. Compared with Valkey."""
+    from helpers.servers import Proc, valkey_binary
+
+    for words, want in ((["''"], b""), (["60 100"], b"60 100"), (['"" '], b"")):
+        got = []
+        for binary in ([valkey_binary()], [sys.executable, "-m", "trafikey_server"]):
+            port = free_port()
+            argv = [*binary, "--port", str(port), "--dir", tempfile.mkdtemp(prefix="cli-"), "--save", *words]
+            p = Proc(argv, port, env=ENV)
+            try:
+                got.append(Wire(port).call("CONFIG", "GET", "save"))
+            finally:
+                p.stop()
+        assert got == [b"*2\r\n$4\r\nsave\r\n$%d\r\n%s\r\n" % (len(want), want)] * 2, words
