@@ -21,6 +21,7 @@ from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
+from .notify import Notify
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
 from .registry import Table, default_table
@@ -47,6 +48,9 @@ class Server:
         self.pid = os.getpid()
         self.version = __version__
         self.dbs = [Db(i, self.clock) for i in range(config.databases)]
+        # Keyspace notifications (notify.py); the databases carry it while on.
+        self.notify = Notify(self)
+        self.notify.configure(config.values["notify-keyspace-events"])
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
         from .acl import Acl

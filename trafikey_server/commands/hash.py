@@ -103,6 +103,8 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
             h.big = True
     if db.watchers:
         db.touch(key)
+    if db.events:
+        db.events.emit(db, b"hset", key)
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":
         return integer(len(h) - before)
@@ -124,6 +126,8 @@ def hsetnx(c: Client, argv: list[bytes]) -> bytes:
         if len(h) > entries:
             h.big = True
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hset", key)
     return ONE
 
 
@@ -138,9 +142,14 @@ def hdel(c: Client, argv: list[bytes]) -> bytes:
             deleted += 1
             if not h:
                 c.db.delete(key)
+                if c.db.events:
+                    c.db.events.emit(c.db, b"hdel", key)
+                    c.db.events.emit(c.db, b"del", key)
                 return integer(deleted)
     if deleted:
         c.db.touch(key)
+        if c.db.events:
+            c.db.events.emit(c.db, b"hdel", key)
     return integer(deleted)
 
 
@@ -162,6 +171,8 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR increment or decrement would overflow")
     _set_one(c, h, argv[2], b"%d" % new)
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hincrby", key)
     return integer(new)
 
 
@@ -184,6 +195,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     new = incr_by_float(cur, incr)
     _set_one(c, h, argv[2], new)
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hincrbyfloat", key)
     return bulk(new)
 
 

@@ -75,6 +75,8 @@ def del_(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         if delete(key):
             n += 1
+            if c.db.events:
+                c.db.events.emit(c.db, b"del", key)
     return integer(n)
 
 
@@ -183,9 +185,13 @@ def _expire(c: Client, argv: list[bytes], seconds: bool, relative: bool) -> byte
             return ZERO
     if when <= now:
         db.delete(key)
+        if db.events:
+            db.events.emit(db, b"expired", key)
     else:
         before_expire(db, key)
         db.set_expire(key, when)
+        if db.events:
+            db.events.emit(db, b"expire", key)
     return ONE
 
 
@@ -240,7 +246,11 @@ def persist(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     if db.get(argv[1]) is None:
         return ZERO
-    return ONE if db.persist(argv[1]) else ZERO
+    if not db.persist(argv[1]):
+        return ZERO
+    if db.events:
+        db.events.emit(db, b"persist", argv[1])
+    return ONE
 
 
 # -- renaming, copying, moving -------------------------------------------------------
@@ -273,6 +283,9 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
     when = db.ttl_ms(src)
     db.delete(src)
     _place(c, db, src, db, dst, value, when)
+    if db.events:
+        db.events.emit(db, b"rename_from", src)
+        db.events.emit(db, b"rename_to", dst)
     return ONE if nx else OK
 
 
@@ -339,6 +352,8 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
             return ZERO
         dst_db.delete(dst)
     _place(c, db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
+    if dst_db.events:
+        dst_db.events.emit(dst_db, b"copy_to", dst)
     return ONE
 
 
@@ -356,6 +371,9 @@ def move(c: Client, argv: list[bytes]) -> bytes:
     when = db.ttl_ms(key)
     db.delete(key)
     _place(c, db, key, dst_db, key, value, when)
+    if db.events:
+        db.events.emit(db, b"move_from", key)
+        db.events.emit(dst_db, b"move_to", key)
     return ONE
 
 

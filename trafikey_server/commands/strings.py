@@ -272,6 +272,8 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         db.set(key, v)
         if FLOAT_INTS:
             forget_float_int(db, key)
+        if db.events:
+            db.events.emit(db, b"set", key)
         return OK
     flags, expire_arg, ifeq = _parse_flags(argv, True)
     when = _flags_expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
@@ -296,13 +298,19 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         # Already past: Valkey deletes an existing key instead of storing.
         if old is not None:
             db.delete(key)
+            if db.events:
+                db.events.emit(db, b"expired", key)
         return reply
     # With an expire to set, the old one is kept until then (as Valkey does,
     # so the new value inherits its room).
     _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL) or when is not None)
+    if db.events:
+        db.events.emit(db, b"set", key)
     if when is not None:
         before_expire(db, key)
         db.set_expire(key, when)
+        if db.events:
+            db.events.emit(db, b"expire", key)
     return reply
 
 
@@ -311,6 +319,8 @@ def setnx(c: Client, argv: list[bytes]) -> bytes:
     if db.get(argv[1]) is not None:
         return ZERO
     _add(db, argv[1], argv[2])
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     return ONE
 
 
@@ -318,8 +328,12 @@ def _setex(c: Client, argv: list[bytes], seconds: bool) -> bytes:
     when = _expire_ms(c, True, seconds, argv[2], argv[0])
     db = c.db
     _put(db, argv[1], argv[3], keep_ttl=True)
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     before_expire(db, argv[1])
     db.set_expire(argv[1], when)
+    if db.events:
+        db.events.emit(db, b"expire", argv[1])
     return OK
 
 
@@ -352,6 +366,8 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     for i in range(1, len(argv), 2):
         _put(db, argv[i], argv[i + 1])
+        if db.events:
+            db.events.emit(db, b"set", argv[i])
     return OK
 
 
@@ -365,6 +381,8 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
     for i in range(1, len(argv), 2):
         # A key named twice is overwritten by its last value, as in Valkey.
         _put(db, argv[i], argv[i + 1])
+        if db.events:
+            db.events.emit(db, b"set", argv[i])
     return ONE
 
 
@@ -373,6 +391,8 @@ def getset(c: Client, argv: list[bytes]) -> bytes:
     old = db.get_string(argv[1])
     reply = _bulk_or_null(c, old)
     _put(db, argv[1], argv[2])
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     return reply
 
 
@@ -383,6 +403,8 @@ def getdel(c: Client, argv: list[bytes]) -> bytes:
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(old), old)
     db.delete(argv[1])
+    if db.events:
+        db.events.emit(db, b"del", argv[1])
     return reply
 
 
@@ -398,11 +420,16 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
     if when is not None:
         if when <= db.clock.ms():
             db.delete(key)
+            if db.events:
+                db.events.emit(db, b"expired", key)
         else:
             before_expire(db, key)
             db.set_expire(key, when)
+            if db.events:
+                db.events.emit(db, b"expire", key)
     elif flags & _PERSIST:
-        db.persist(key)
+        if db.persist(key) and db.events:
+            db.events.emit(db, b"persist", key)
     return reply
 
 
@@ -433,11 +460,15 @@ def append(c: Client, argv: list[bytes]) -> bytes:
     v = db.get_string(key)
     if v is None:
         _add(db, key, more)
+        if db.events:
+            db.events.emit(db, b"append", key)
         return integer(len(more))
     _check_length(c, len(v), len(more))
     b = _mutable(db, key, v)
     b += more
     db.touch(key)
+    if db.events:
+        db.events.emit(db, b"append", key)
     return integer(len(b))
 
 
@@ -482,6 +513,8 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
         b = bytearray(offset + len(val))
         b[offset:] = val
         _add(db, key, b)
+        if db.events:
+            db.events.emit(db, b"setrange", key)
         return integer(len(b))
     if not val:
         return integer(len(v))
@@ -491,6 +524,8 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
         b.extend(bytes(offset - len(b)))
     b[offset : offset + len(val)] = val
     db.touch(key)
+    if db.events:
+        db.events.emit(db, b"setrange", key)
     return integer(len(b))
 
 
@@ -516,6 +551,8 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
         db.set(key, text, keep_ttl=True)
     if FLOAT_INTS:
         forget_float_int(db, key)
+    if db.events:
+        db.events.emit(db, b"incrby", key)
     return integer(new)
 
 
@@ -549,4 +586,6 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
         _put(db, key, text, keep_ttl=True)
     if is_int_text(text):
         _mark_float_int(c.server.dbs, db, key, db.data[key])
+    if db.events:
+        db.events.emit(db, b"incrbyfloat", key)
     return b"$%d\r\n%s\r\n" % (len(text), text)

@@ -259,6 +259,8 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
             newscore = s
     if added or updated:
         db.touch(key)
+        if db.events:
+            db.events.emit(db, b"zincr" if incr else b"zadd", key)
     if incr:
         return c.r.double(newscore) if processed else c.r.null
     return integer(added + updated if flags & _CH else added)
@@ -455,7 +457,8 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     order, as Valkey does, so the listpack/skiplist switch (and the -0 a
     listpack cannot hold) happen at the same member."""
     if not pairs:
-        c.db.delete(dst)
+        if c.db.delete(dst) and c.db.events:
+            c.db.events.emit(c.db, b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -467,6 +470,8 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
             out.big = True
         out.add(m, s)
     c.db.set(dst, out)
+    if c.db.events:
+        c.db.events.emit(c.db, b"zrangestore", dst)
     return integer(len(out))
 
 
@@ -484,9 +489,14 @@ def zrem(c: Client, argv: list[bytes]) -> bytes:
             deleted += 1
             if not zs.scores:
                 c.db.delete(key)
+                if c.db.events:
+                    c.db.events.emit(c.db, b"zrem", key)
+                    c.db.events.emit(c.db, b"del", key)
                 return integer(deleted)
     if deleted:
         c.db.touch(key)
+        if c.db.events:
+            c.db.events.emit(c.db, b"zrem", key)
     return integer(deleted)
 
 
@@ -496,7 +506,7 @@ def zremrangebyrank(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = _rank_span(len(zs), start, end)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebyrank")
 
 
 def zremrangebyscore(c: Client, argv: list[bytes]) -> bytes:
@@ -505,7 +515,7 @@ def zremrangebyscore(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = zs.score_span(*srange)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebyscore")
 
 
 def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
@@ -514,16 +524,21 @@ def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = zs.lex_span(lo_b, hi_b)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebylex")
 
 
-def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int) -> bytes:
+def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int, event: bytes) -> bytes:
     n = zs.remove_span(lo, hi)
     if n:
         if zs.scores:
             c.db.touch(key)
+            if c.db.events:
+                c.db.events.emit(c.db, event, key)
         else:
             c.db.delete(key)
+            if c.db.events:
+                c.db.events.emit(c.db, event, key)
+                c.db.events.emit(c.db, b"del", key)
     return integer(n)
 
 
@@ -558,8 +573,13 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
     if zs.scores:
         if db.watchers:
             db.touch(key)
+        if db.events:
+            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
     else:
         db.delete(key)
+        if db.events:
+            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
+            db.events.emit(db, b"del", key)
     return out
 
 
@@ -725,7 +745,7 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
         else:
             result = _union(inputs, aggregate)
     if dst is not None:
-        return _store_setop(c, dst, result)
+        return _store_setop(c, dst, result, _STORE_EVENTS[op])
     pairs = sorted((s, m) for m, s in result.items())
     return _pairs_reply(c, pairs, withscores)
 
@@ -789,11 +809,15 @@ def _diff(srcs: list[ZSet | None]) -> dict[bytes, float]:
     return {m: s for m, s in first.scores.items() if not any(m in o for o in others)}
 
 
-def _store_setop(c: Client, dst: bytes, result: dict[bytes, float]) -> bytes:
+_STORE_EVENTS = {_UNION: b"zunionstore", _INTER: b"zinterstore", _DIFF: b"zdiffstore"}
+
+
+def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes) -> bytes:
     """Valkey builds the result as a skiplist and turns it into a listpack
     if it is small enough, which is also when a -0 score becomes 0."""
     if not result:
-        c.db.delete(dst)
+        if c.db.delete(dst) and c.db.events:
+            c.db.events.emit(c.db, b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -804,4 +828,6 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float]) -> bytes:
     out.scores = result
     out.index = SortedList((s, m) for m, s in result.items())
     c.db.set(dst, out)
+    if c.db.events:
+        c.db.events.emit(c.db, event, dst)
     return integer(len(out))
