@@ -23,6 +23,7 @@ from .listener import Listener
 from .log import Log
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
+from .pubsub import PubSub
 from .registry import Table, default_table
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        self.pubsub = PubSub(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -134,6 +136,8 @@ class Server:
         self.connections.pop(c.id, None)
         if self.observer.monitors:
             self.observer.drop(c)
+        if c.subscriptions:
+            self.pubsub.drop_client(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
