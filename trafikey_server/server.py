@@ -24,6 +24,7 @@ from .log import Log
 from .notify import Notify
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
+from .pubsub import PubSub
 from .registry import Table, default_table
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        self.pubsub = PubSub(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -138,6 +140,8 @@ class Server:
         self.connections.pop(c.id, None)
         if self.observer.monitors:
             self.observer.drop(c)
+        if c.subscriptions:
+            self.pubsub.drop_client(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
