@@ -66,6 +66,7 @@ class Server:
         self.total_error_replies = 0
         self.total_connections = 0
         self.expired_keys = 0
+        self.active_expire = True
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
@@ -212,9 +213,10 @@ class Server:
         if self.stopping is not None and self.stopping.is_set():
             return
         now = self.clock.ms()
-        for db in self.dbs:
-            if db.expires:
-                self.expired_keys += db.sweep(now, 2000)
+        if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
+            for db in self.dbs:
+                if db.expires:
+                    self.expired_keys += db.sweep(now, 2000)
         self.snapshots.cron()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:

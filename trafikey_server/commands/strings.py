@@ -294,8 +294,10 @@ def set(c: Client, argv: list[bytes]) -> bytes:
     reply = _bulk_or_null(c, old) if flags & _GET else OK
     if abort:
         return reply if flags & _GET else c.r.null
-    if when is not None and when <= db.clock.ms():
+    if when is not None and not flags & (_EX | _PX) and when <= db.clock.ms():
         # Already past: Valkey deletes an existing key instead of storing.
+        # (A relative time is never past: Valkey measures it from the
+        # command's start, so a clock tick during the command cannot void it.)
         if old is not None:
             db.delete(key)
             if db.events:
@@ -418,7 +420,7 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(v), v)
     if when is not None:
-        if when <= db.clock.ms():
+        if not flags & (_EX | _PX) and when <= db.clock.ms():
             db.delete(key)
             if db.events:
                 db.events.emit(db, b"expired", key)
