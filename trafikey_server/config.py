@@ -450,7 +450,7 @@ def _keyspace_events(text: str, current: Any) -> int:
     """notify-keyspace-events, kept as Valkey keeps it: the flag bits (the
     text CONFIG GET shows is derived from them, notify.flags_text)."""
     try:
-        return notify.parse_flags(text)
+        return notify.parse_flags(text.split("\0", 1)[0])  # Valkey reads a C string
     except ValueError as e:
         raise ConfigError(str(e)) from None
 
