@@ -16,7 +16,9 @@ names the event alone.
 
 The database itself reports the two events no command names: ``new`` when
 a key is added (Valkey's dbAdd) and ``expired`` when lazy or active expiry
-removes one.
+removes one. ``keymiss`` is raised by the read commands, where Valkey's
+lookup is a read (a write that finds no key raises nothing); a read that
+hits pays nothing for it.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def _prepare(port: int) -> None:
     w = Wire(port)
     assert w.call("FLUSHALL") == b"+OK\r\n"
     assert w.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"+OK\r\n"
-    assert w.call("CONFIG", "SET", "notify-keyspace-events", "AKEn") == b"+OK\r\n"
+    assert w.call("CONFIG", "SET", "notify-keyspace-events", "AKEnm") == b"+OK\r\n"
     w.close()
 
 
@@ -206,5 +206,6 @@ def test_twins_announce_as_on_valkey(nvalkey: Proc, ntrafikey: Proc, proto: int)
     for (name, sha, verr, vev), (_, _, terr, tev) in zip(*streams, strict=True):
         assert (terr, tev) == (verr, vev), f"{name} {sha!r}\n valkey:   {readable(vev)}\n trafikey: {readable(tev)}"
     assert sum(len(e) for *_, e in streams[0]) > 150
+    assert any(b"keymiss" in f for *_, e in streams[0] for f in e)  # the scripts' reads of missing keys
     kv, kt = (server_keyspace(redis.Redis(port=p.port)) for p in (nvalkey, ntrafikey))
     assert _members(kt) == _members(kv)

@@ -107,3 +107,14 @@ def test_stalled_check_after_a_restart_counts_nothing_natively(both: tuple[Watch
     # max_stalled 0 the job is buried.
     assert _twin(v, "stalled.check", *sweep) == [
         (ROW, b"hincrby"), (ACTIVE, b"zrem"), (ACTIVE, b"del"), (ROW, b"hset"), (DEAD, b"zadd")]
+
+
+def test_reads_announce_misses_only_in_the_script(both: tuple[Watched, Watched]) -> None:
+    """With class m, a script's reads of missing keys raise ``keymiss``; a
+    native verb announces its writes only."""
+    v, t = both
+    for w in (v, t):
+        assert w.writer.call("CONFIG", "SET", "notify-keyspace-events", "Km") == b"+OK\r\n"
+    _setup(v, t, ("ZADD", PENDING, 1, b"ghost"))
+    assert _native(t, "EMQ.CLAIM", 3, PENDING, ACTIVE, P, 1000) == []
+    assert _twin(v, "claim", PENDING, ACTIVE, P, 1000) == [(P + b"paused", b"keymiss"), (P + b"job:ghost", b"keymiss")]

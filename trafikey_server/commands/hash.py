@@ -206,6 +206,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
 def hget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     v = h.get(argv[2])
     return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
@@ -213,6 +215,8 @@ def hget(c: Client, argv: list[bytes]) -> bytes:
 
 def hmget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     null = c.r.null
     out = [array_header(len(argv) - 2)]
     get = h.get if h is not None else {}.get
@@ -224,16 +228,22 @@ def hmget(c: Client, argv: list[bytes]) -> bytes:
 
 def hexists(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ONE if h is not None and argv[2] in h else ZERO
 
 
 def hlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if h is None else integer(len(h))
 
 
 def hstrlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     v = None if h is None else h.get(argv[2])
     return ZERO if v is None else integer(len(v))
 
@@ -241,17 +251,23 @@ def hstrlen(c: Client, argv: list[bytes]) -> bytes:
 def hgetall(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.map_header(0)
     return c.r.bulk_map(h.items())
 
 
 def hkeys(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return EMPTY_ARRAY if h is None else bulks(list(h))
 
 
 def hvals(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return EMPTY_ARRAY if h is None else bulks(list(h.values()))
 
 
@@ -281,10 +297,14 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) < 3:
         h = c.db.get_hash(argv[1])
         if h is None:
+            if c.db.events:
+                c.db.events.emit(c.db, b"keymiss", argv[1])
             return c.r.null
         return bulk(next(islice(iter(h), random.randrange(len(h)), None)))
     count, withvalues = random_count_args(argv, b"withvalues")
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     if h is None or count == 0:
         return EMPTY_ARRAY
     picks = _random_items(h, count)
@@ -386,6 +406,8 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_keys = parse_scan_options(argv, b"hash")
     match = pattern_matcher(pattern)

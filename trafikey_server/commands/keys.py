@@ -93,6 +93,8 @@ def exists(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         if get(key) is not None:
             n += 1
+        elif c.db.events:
+            c.db.events.emit(c.db, b"keymiss", key)
     return integer(n)
 
 
@@ -101,7 +103,10 @@ def touch(c: Client, argv: list[bytes]) -> bytes:
 
 
 def type(c: Client, argv: list[bytes]) -> bytes:
-    return status(type_name(c.db.get(argv[1])))
+    v = c.db.get(argv[1])
+    if v is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
+    return status(type_name(v))
 
 
 def keys(c: Client, argv: list[bytes]) -> bytes:
@@ -216,6 +221,8 @@ def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
     left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
     if db.get(key) is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
         return _MINUS_TWO
     when = db.ttl_ms(key)
     if when is None:
@@ -346,6 +353,8 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(_SAME)
     value = db.get(src)
     if value is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", src)
         return ZERO
     if dst_db.get(dst) is not None:
         if not replace:

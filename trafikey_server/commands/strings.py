@@ -258,6 +258,8 @@ def _bulk_or_null(c: Client, v: bytes | bytearray | None) -> bytes:
 def get(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
     if v is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
@@ -278,6 +280,8 @@ def set(c: Client, argv: list[bytes]) -> bytes:
     flags, expire_arg, ifeq = _parse_flags(argv, True)
     when = _flags_expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
     old = db.get(key)
+    if old is None and flags & _GET and db.events:  # GET reads the key first
+        db.events.emit(db, b"keymiss", key)
     is_string = old is None or type(old) is bytes or type(old) is bytearray
     if flags & _GET and not is_string:
         raise wrongtype()
@@ -355,6 +359,8 @@ def mget(c: Client, argv: list[bytes]) -> bytes:
         v = db.get(key)
         t = type(v)
         out.append(b"$%d\r\n%s\r\n" % (len(v), v) if t is bytes or t is bytearray else null)  # type: ignore[arg-type]
+        if v is None and db.events:
+            db.events.emit(db, b"keymiss", key)
     return b"".join(out)
 
 
@@ -391,6 +397,8 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
 def getset(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
+    if old is None and db.events:
+        db.events.emit(db, b"keymiss", argv[1])
     reply = _bulk_or_null(c, old)
     _put(db, argv[1], argv[2])
     if db.events:
@@ -402,6 +410,8 @@ def getdel(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
     if old is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", argv[1])
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(old), old)
     db.delete(argv[1])
@@ -417,6 +427,8 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     v = db.get_string(key)
     if v is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(v), v)
     if when is not None:
@@ -476,6 +488,8 @@ def append(c: Client, argv: list[bytes]) -> bytes:
 
 def strlen(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
+    if v is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if v is None else integer(len(v))
 
 
@@ -484,6 +498,8 @@ def getrange(c: Client, argv: list[bytes]) -> bytes:
     end = parse_int(argv[3])
     v = c.db.get_string(argv[1])
     if v is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_BULK
     n = len(v)
     if start < 0 and end < 0 and start > end:

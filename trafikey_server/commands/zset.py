@@ -271,12 +271,16 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
 
 def zcard(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
+    if zs is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if zs is None else integer(len(zs))
 
 
 def zscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     s = zs.scores.get(argv[2])
     return c.r.null if s is None else c.r.double(s)
@@ -284,6 +288,8 @@ def zscore(c: Client, argv: list[bytes]) -> bytes:
 
 def zmscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
+    if zs is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     r = c.r
     out = [array_header(len(argv) - 2)]
     table = zs.scores if zs is not None else {}
@@ -312,6 +318,8 @@ def _zrank(c: Client, argv: list[bytes], reverse: bool) -> bytes:
     zs = c.db.get_zset(argv[1])
     miss = c.r.null_array if withscore else c.r.null
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return miss
     r = zs.rank(argv[2])
     if r is None:
@@ -330,6 +338,8 @@ def zcount(c: Client, argv: list[bytes]) -> bytes:
     lo, lo_ex, hi, hi_ex = parse_score_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return ZERO
     a, b = zs.score_span(lo, lo_ex, hi, hi_ex)
     return integer(b - a)
@@ -339,6 +349,8 @@ def zlexcount(c: Client, argv: list[bytes]) -> bytes:
     lo, hi = parse_lex_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return ZERO
     a, b = zs.lex_span(lo, hi)
     return integer(b - a)
@@ -419,6 +431,8 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
         lrange = parse_lex_range(a, b)
     zs = c.db.get_zset(argv[k])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[k])
         return EMPTY_ARRAY if dst is None else _store_range(c, dst, [], False)
     if kind == _RANK:
         lo, hi = _rank_span(len(zs), start, end)
@@ -590,11 +604,15 @@ def zrandmember(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) >= 3:
         count, withscores = random_count_args(argv, b"withscores")
         zs = c.db.get_zset(argv[1])
+        if zs is None and c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         if zs is None or count == 0:
             return EMPTY_ARRAY
         return _with_scores(c, _random_pairs(zs, count)) if withscores else _members(_random_pairs(zs, count))
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     return bulk(zs.index[random.randrange(len(zs))][1])
 
@@ -623,6 +641,8 @@ def zscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_members = parse_scan_options(argv, b"zset")
     match = pattern_matcher(pattern)
@@ -702,6 +722,8 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
     srcs: list[ZSet | None] = []
     for key in argv[k + 1 : k + 1 + nkeys]:
         srcs.append(db.get_zset(key))
+        if srcs[-1] is None and db.events:
+            db.events.emit(db, b"keymiss", key)
     weights = [1.0] * nkeys
     aggregate = _SUM
     withscores = False
