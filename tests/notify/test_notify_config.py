@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from keyevents import Watched, readable
 from resp_wire import Wire
 from servers import ROOT, Proc, free_port
+
+from notify.keyevents import Watched, readable
 
 # Spellings of every class, repeated and reordered, with and without A.
 GOOD = ["", "A", "KEA", "AKEn", "nA", "Kgn", "E$lshzxetdn", "gKm", "mA", "Am", "KEnm", "K", "E", "m", "n",

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import redis
 from emq_model import server_keyspace
-from keyevents import Watched, readable
 from resp_wire import Wire
 from servers import Proc
 
+from notify.keyevents import Watched, readable
 from trafikey_server.lua import SCRIPTS
 
 T0 = 1_700_000_000_000

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from keyevents import Watched, readable
 from resp_wire import Wire
 from servers import Proc
 
+from notify.keyevents import Watched, readable
 from trafikey_server.lua import SCRIPTS
 
 P = b"emq:{d}:"

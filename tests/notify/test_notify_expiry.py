@@ -8,9 +8,10 @@ import shutil
 import subprocess
 
 import pytest
-from keyevents import WAIT, Watched, compare, readable, run
 from resp_wire import Wire
 from servers import Proc
+
+from notify.keyevents import WAIT, Watched, compare, readable, run
 
 
 def _prepare(port: int, flags: str, active: bool) -> None:

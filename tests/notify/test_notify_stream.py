@@ -6,9 +6,10 @@ same keyspace, in RESP2 and RESP3."""
 from __future__ import annotations
 
 import pytest
-from keyevents import WAIT, Watched, compare, keyspace, readable, run
 from resp_wire import Wire
 from servers import Proc
+
+from notify.keyevents import WAIT, Watched, compare, keyspace, readable, run
 
 STRINGS = [
     ("SET", "s", "1"), ("SET", "s", "2", "GET"), ("SET", "s2", "x", "EX", "100"), ("SET", "s2", "y", "KEEPTTL"),
@@ -165,3 +166,16 @@ def test_nothing_is_published_when_off(nvalkey: Proc, ntrafikey: Proc) -> None:
         _prepare(p.port, "")
         for _, _, events in run(p.port, FLAG_SEQUENCE, 2):
             assert events == []
+
+
+def test_reload_announces_nothing(nvalkey: Proc, ntrafikey: Proc) -> None:
+    """Keys loaded back from a snapshot are not new keys (DEBUG RELOAD, also
+    merged into what the databases hold)."""
+    steps = [("SET", "a", "1"), ("HSET", "h", "f", "v"), ("DEBUG", "RELOAD"), ("SAVE",), ("SET", "b", "2"),
+             ("DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"), ("GET", "a")]
+    streams = []
+    for p in (nvalkey, ntrafikey):
+        _prepare(p.port, "KEAnm")
+        streams.append(run(p.port, steps, 2))
+    compare(*streams)
+    assert [len(e) for _, _, e in streams[0]] == [4, 4, 0, 0, 4, 0, 0]
