@@ -6,7 +6,7 @@ same keyspace, in RESP2 and RESP3."""
 from __future__ import annotations
 
 import pytest
-from resp_wire import Wire
+from resp_wire import Wire, encode
 from servers import Proc
 
 from notify.keyevents import WAIT, Watched, compare, keyspace, readable, run
@@ -179,3 +179,30 @@ def test_reload_announces_nothing(nvalkey: Proc, ntrafikey: Proc) -> None:
         streams.append(run(p.port, steps, 2))
     compare(*streams)
     assert [len(e) for _, _, e in streams[0]] == [4, 4, 0, 0, 4, 0, 0]
+
+
+def _own_events(port: int) -> list[bytes]:
+    """A RESP3 client subscribed to the events of its own writes: what it
+    receives for a SET, a MULTI/EXEC and a script, up to a PING."""
+    w = Wire(port)
+    assert w.call("HELLO", "3").startswith(b"%")
+    assert w.call("PSUBSCRIBE", "__key*__:*").startswith(b">3\r\n")
+    w.send_raw(b"".join(encode(*c) for c in [
+        ("SET", "own", "1"), ("MULTI",), ("INCR", "own"), ("DEL", "own"), ("EXEC",),
+        ("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "own"), ("PING", "end")]))
+    got = []
+    while True:
+        frame = w.read_reply()
+        got.append(frame)
+        if frame == b"$3\r\nend\r\n":
+            w.close()
+            return got
+
+
+def test_a_client_sees_its_own_events_after_its_reply(nvalkey: Proc, ntrafikey: Proc) -> None:
+    streams = []
+    for p in (nvalkey, ntrafikey):
+        _prepare(p.port, "KEA")
+        streams.append(_own_events(p.port))
+    assert streams[1] == streams[0]
+    assert streams[0][0] == b"+OK\r\n"  # the reply first, then the events of that command
