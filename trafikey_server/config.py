@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import notify
 from .confsyntax import split_args
 from .floats import parse_double
 from .parsing import to_int
@@ -445,22 +446,17 @@ def _oom_values(text: str, current: Any) -> str:
     return " ".join(str(v) for v in vals)
 
 
-_EVENT_CLASSES = "g$lshzxetdn"
-_ALL_EVENTS = set("g$lshzxetd")
+def _keyspace_events(text: str, current: Any) -> int:
+    """notify-keyspace-events, kept as Valkey keeps it: the flag bits (the
+    text CONFIG GET shows is derived from them, notify.flags_text)."""
+    try:
+        return notify.parse_flags(text.split("\0", 1)[0])  # Valkey reads a C string
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
-def _keyspace_events(text: str, current: Any) -> str:
-    """notify-keyspace-events, shown back in Valkey's canonical order."""
-    got = set()
-    for ch in text:
-        if ch == "A":
-            got |= _ALL_EVENTS
-        elif ch in _EVENT_CLASSES or ch in "KEm":
-            got.add(ch)
-        else:
-            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
-    out = "A" if _ALL_EVENTS <= got else "".join(ch for ch in _EVENT_CLASSES if ch in got)
-    return out + "".join(ch for ch in "KEm" if ch in got)
+def _apply_keyspace_events(server: Any, value: int) -> None:
+    server.notify.configure(value)
 
 
 def _percentiles(text: str, current: Any) -> str:
@@ -724,7 +720,7 @@ def _options() -> list[Option]:
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
       _obuf_limits, apply=_apply_obuf),
     X("oom-score-adj-values", "0 200 800", _oom_values),
-    X("notify-keyspace-events", "", _keyspace_events),
+    X("notify-keyspace-events", 0, _keyspace_events, shower=notify.flags_text, apply=_apply_keyspace_events),
     X("latency-tracking-info-percentiles", "50 99 99.9", _percentiles),
     X("dir", "", _dir, protected=True),
     S("dbfilename", "dump.rdb", protected=True, check=_filename("dbfilename")),

@@ -24,10 +24,11 @@ from .zset import ZSet
 if TYPE_CHECKING:
     from .client import Client, Watch
     from .clock import Clock
+    from .notify import Notify
 
 
 class Db:
-    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire")
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -40,6 +41,9 @@ class Db:
         self.watchers: dict[bytes, dict[Client, Watch]] = {}
         # Told of every key removed by expiry (the append-only log writes a DEL).
         self.on_expire: Callable[[int, bytes], None] | None = None
+        # Keyspace notifications (notify.py), None while they are off: the
+        # new-key and expired events are raised here.
+        self.events: Notify | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -118,6 +122,8 @@ class Db:
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store value under key; like Valkey's setKey, drops any TTL unless
         keep_ttl."""
+        if self.events:
+            self.events.storing(self, key)
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -126,6 +132,8 @@ class Db:
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a value under a key known to be absent (no TTL to drop)."""
+        if self.events:
+            self.events.emit(self, b"new", key)
         self.data[key] = value
         if self.watchers:
             self._signal(key)
@@ -174,6 +182,8 @@ class Db:
     def _expire(self, key: bytes) -> None:
         del self.data[key]
         del self.expires[key]
+        if self.events:
+            self.events.emit(self, b"expired", key)
         if self.on_expire is not None:
             self.on_expire(self.id, key)
         if self.watchers:

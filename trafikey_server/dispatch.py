@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 BUSY_EVAL = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 
+# What a RESP2 client in pub/sub mode may still run.
+SUBSCRIBED_RESP2 = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe", b"psubscribe",
+                              b"punsubscribe", b"quit", b"reset"))
+
 # Commands that run at once even inside MULTI.
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
@@ -208,6 +212,9 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                     flag_transaction(c)
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
+    if c.subscriptions and c.resp == 2 and (cmd.parent or cmd).bname not in SUBSCRIBED_RESP2:
+        return _reject(c, cmd, b"ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+                           b"RESET are allowed in this context" % cmd.bname)
     if server.pause.end and server.pause.must_wait(c, cmd):
         return POSTPONED
     if c.multi is not None:
@@ -219,6 +226,15 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                 c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
+
+
+def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:
+    """Valkey's rejectCommand: counted, and a transaction being queued is doomed."""
+    cmd.rejected_calls += 1
+    if c.multi is not None:
+        flag_transaction(c)
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
 
 
 def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:

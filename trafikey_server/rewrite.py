@@ -100,7 +100,7 @@ def lines_for(opt: Option, value: Any) -> list[tuple[str, bool]]:
     if opt.kind == "memory" and not (opt.percent and value < 0):
         return [(f"{name} {memory(value)}", force)]
     if opt.kind in ("string", "special"):
-        return [(f"{name} {quote(value)}", force)]
+        return [(f"{name} {quote(opt.show(value))}", force)]
     return [(f"{name} {opt.show(value)}", force)]
 
 

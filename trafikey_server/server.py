@@ -21,8 +21,10 @@ from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
+from .notify import Notify
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
+from .pubsub import PubSub
 from .registry import Table, default_table
 
 if TYPE_CHECKING:
@@ -47,6 +49,9 @@ class Server:
         self.pid = os.getpid()
         self.version = __version__
         self.dbs = [Db(i, self.clock) for i in range(config.databases)]
+        # Keyspace notifications (notify.py); the databases carry it while on.
+        self.notify = Notify(self)
+        self.notify.configure(config.values["notify-keyspace-events"])
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
         from .acl import Acl
@@ -61,6 +66,7 @@ class Server:
         self.total_error_replies = 0
         self.total_connections = 0
         self.expired_keys = 0
+        self.active_expire = True
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
@@ -107,6 +113,7 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        self.pubsub = PubSub(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -134,6 +141,8 @@ class Server:
         self.connections.pop(c.id, None)
         if self.observer.monitors:
             self.observer.drop(c)
+        if c.subscriptions:
+            self.pubsub.drop_client(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
@@ -204,9 +213,10 @@ class Server:
         if self.stopping is not None and self.stopping.is_set():
             return
         now = self.clock.ms()
-        for db in self.dbs:
-            if db.expires:
-                self.expired_keys += db.sweep(now, 2000)
+        if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
+            for db in self.dbs:
+                if db.expires:
+                    self.expired_keys += db.sweep(now, 2000)
         self.snapshots.cron()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:

@@ -103,6 +103,8 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
             h.big = True
     if db.watchers:
         db.touch(key)
+    if db.events:
+        db.events.emit(db, b"hset", key)
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":
         return integer(len(h) - before)
@@ -124,6 +126,8 @@ def hsetnx(c: Client, argv: list[bytes]) -> bytes:
         if len(h) > entries:
             h.big = True
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hset", key)
     return ONE
 
 
@@ -138,9 +142,14 @@ def hdel(c: Client, argv: list[bytes]) -> bytes:
             deleted += 1
             if not h:
                 c.db.delete(key)
+                if c.db.events:
+                    c.db.events.emit(c.db, b"hdel", key)
+                    c.db.events.emit(c.db, b"del", key)
                 return integer(deleted)
     if deleted:
         c.db.touch(key)
+        if c.db.events:
+            c.db.events.emit(c.db, b"hdel", key)
     return integer(deleted)
 
 
@@ -162,6 +171,8 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR increment or decrement would overflow")
     _set_one(c, h, argv[2], b"%d" % new)
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hincrby", key)
     return integer(new)
 
 
@@ -184,6 +195,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     new = incr_by_float(cur, incr)
     _set_one(c, h, argv[2], new)
     c.db.touch(key)
+    if c.db.events:
+        c.db.events.emit(c.db, b"hincrbyfloat", key)
     return bulk(new)
 
 
@@ -193,6 +206,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
 def hget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     v = h.get(argv[2])
     return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
@@ -200,6 +215,8 @@ def hget(c: Client, argv: list[bytes]) -> bytes:
 
 def hmget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     null = c.r.null
     out = [array_header(len(argv) - 2)]
     get = h.get if h is not None else {}.get
@@ -211,16 +228,22 @@ def hmget(c: Client, argv: list[bytes]) -> bytes:
 
 def hexists(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ONE if h is not None and argv[2] in h else ZERO
 
 
 def hlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if h is None else integer(len(h))
 
 
 def hstrlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     v = None if h is None else h.get(argv[2])
     return ZERO if v is None else integer(len(v))
 
@@ -228,17 +251,23 @@ def hstrlen(c: Client, argv: list[bytes]) -> bytes:
 def hgetall(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.map_header(0)
     return c.r.bulk_map(h.items())
 
 
 def hkeys(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return EMPTY_ARRAY if h is None else bulks(list(h))
 
 
 def hvals(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return EMPTY_ARRAY if h is None else bulks(list(h.values()))
 
 
@@ -268,10 +297,14 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) < 3:
         h = c.db.get_hash(argv[1])
         if h is None:
+            if c.db.events:
+                c.db.events.emit(c.db, b"keymiss", argv[1])
             return c.r.null
         return bulk(next(islice(iter(h), random.randrange(len(h)), None)))
     count, withvalues = random_count_args(argv, b"withvalues")
     h = c.db.get_hash(argv[1])
+    if h is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     if h is None or count == 0:
         return EMPTY_ARRAY
     picks = _random_items(h, count)
@@ -373,6 +406,8 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     h = c.db.get_hash(argv[1])
     if h is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_keys = parse_scan_options(argv, b"hash")
     match = pattern_matcher(pattern)

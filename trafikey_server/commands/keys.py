@@ -75,6 +75,8 @@ def del_(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         if delete(key):
             n += 1
+            if c.db.events:
+                c.db.events.emit(c.db, b"del", key)
     return integer(n)
 
 
@@ -91,6 +93,8 @@ def exists(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         if get(key) is not None:
             n += 1
+        elif c.db.events:
+            c.db.events.emit(c.db, b"keymiss", key)
     return integer(n)
 
 
@@ -99,7 +103,10 @@ def touch(c: Client, argv: list[bytes]) -> bytes:
 
 
 def type(c: Client, argv: list[bytes]) -> bytes:
-    return status(type_name(c.db.get(argv[1])))
+    v = c.db.get(argv[1])
+    if v is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
+    return status(type_name(v))
 
 
 def keys(c: Client, argv: list[bytes]) -> bytes:
@@ -183,9 +190,13 @@ def _expire(c: Client, argv: list[bytes], seconds: bool, relative: bool) -> byte
             return ZERO
     if when <= now:
         db.delete(key)
+        if db.events:
+            db.events.emit(db, b"expired", key)
     else:
         before_expire(db, key)
         db.set_expire(key, when)
+        if db.events:
+            db.events.emit(db, b"expire", key)
     return ONE
 
 
@@ -210,6 +221,8 @@ def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
     left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
     if db.get(key) is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
         return _MINUS_TWO
     when = db.ttl_ms(key)
     if when is None:
@@ -240,7 +253,11 @@ def persist(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     if db.get(argv[1]) is None:
         return ZERO
-    return ONE if db.persist(argv[1]) else ZERO
+    if not db.persist(argv[1]):
+        return ZERO
+    if db.events:
+        db.events.emit(db, b"persist", argv[1])
+    return ONE
 
 
 # -- renaming, copying, moving -------------------------------------------------------
@@ -273,6 +290,9 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
     when = db.ttl_ms(src)
     db.delete(src)
     _place(c, db, src, db, dst, value, when)
+    if db.events:
+        db.events.emit(db, b"rename_from", src)
+        db.events.emit(db, b"rename_to", dst)
     return ONE if nx else OK
 
 
@@ -333,12 +353,16 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(_SAME)
     value = db.get(src)
     if value is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", src)
         return ZERO
     if dst_db.get(dst) is not None:
         if not replace:
             return ZERO
         dst_db.delete(dst)
     _place(c, db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
+    if dst_db.events:
+        dst_db.events.emit(dst_db, b"copy_to", dst)
     return ONE
 
 
@@ -356,6 +380,9 @@ def move(c: Client, argv: list[bytes]) -> bytes:
     when = db.ttl_ms(key)
     db.delete(key)
     _place(c, db, key, dst_db, key, value, when)
+    if db.events:
+        db.events.emit(db, b"move_from", key)
+        db.events.emit(dst_db, b"move_to", key)
     return ONE
 
 

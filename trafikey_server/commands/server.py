@@ -332,6 +332,11 @@ def debug(c: Client, argv: list[bytes]) -> bytes:
         return status(_digest(c))
     if sub == b"reload":
         return _debug_reload(c, argv)
+    if sub == b"set-active-expire" and len(argv) == 3:
+        # Valkey reads the switch with atoi: anything but a non-zero number is off.
+        m = _ATOF.match(argv[2])
+        c.server.active_expire = bool(m and int(float(m.group())))
+        return OK
     raise CommandError(b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1])
 
 

@@ -258,6 +258,8 @@ def _bulk_or_null(c: Client, v: bytes | bytearray | None) -> bytes:
 def get(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
     if v is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
@@ -272,10 +274,14 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         db.set(key, v)
         if FLOAT_INTS:
             forget_float_int(db, key)
+        if db.events:
+            db.events.emit(db, b"set", key)
         return OK
     flags, expire_arg, ifeq = _parse_flags(argv, True)
     when = _flags_expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
     old = db.get(key)
+    if old is None and flags & _GET and db.events:  # GET reads the key first
+        db.events.emit(db, b"keymiss", key)
     is_string = old is None or type(old) is bytes or type(old) is bytearray
     if flags & _GET and not is_string:
         raise wrongtype()
@@ -292,17 +298,25 @@ def set(c: Client, argv: list[bytes]) -> bytes:
     reply = _bulk_or_null(c, old) if flags & _GET else OK
     if abort:
         return reply if flags & _GET else c.r.null
-    if when is not None and when <= db.clock.ms():
+    if when is not None and not flags & (_EX | _PX) and when <= db.clock.ms():
         # Already past: Valkey deletes an existing key instead of storing.
+        # (A relative time is never past: Valkey measures it from the
+        # command's start, so a clock tick during the command cannot void it.)
         if old is not None:
             db.delete(key)
+            if db.events:
+                db.events.emit(db, b"expired", key)
         return reply
     # With an expire to set, the old one is kept until then (as Valkey does,
     # so the new value inherits its room).
     _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL) or when is not None)
+    if db.events:
+        db.events.emit(db, b"set", key)
     if when is not None:
         before_expire(db, key)
         db.set_expire(key, when)
+        if db.events:
+            db.events.emit(db, b"expire", key)
     return reply
 
 
@@ -311,6 +325,8 @@ def setnx(c: Client, argv: list[bytes]) -> bytes:
     if db.get(argv[1]) is not None:
         return ZERO
     _add(db, argv[1], argv[2])
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     return ONE
 
 
@@ -318,8 +334,12 @@ def _setex(c: Client, argv: list[bytes], seconds: bool) -> bytes:
     when = _expire_ms(c, True, seconds, argv[2], argv[0])
     db = c.db
     _put(db, argv[1], argv[3], keep_ttl=True)
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     before_expire(db, argv[1])
     db.set_expire(argv[1], when)
+    if db.events:
+        db.events.emit(db, b"expire", argv[1])
     return OK
 
 
@@ -339,6 +359,8 @@ def mget(c: Client, argv: list[bytes]) -> bytes:
         v = db.get(key)
         t = type(v)
         out.append(b"$%d\r\n%s\r\n" % (len(v), v) if t is bytes or t is bytearray else null)  # type: ignore[arg-type]
+        if v is None and db.events:
+            db.events.emit(db, b"keymiss", key)
     return b"".join(out)
 
 
@@ -352,6 +374,8 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     for i in range(1, len(argv), 2):
         _put(db, argv[i], argv[i + 1])
+        if db.events:
+            db.events.emit(db, b"set", argv[i])
     return OK
 
 
@@ -365,14 +389,20 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
     for i in range(1, len(argv), 2):
         # A key named twice is overwritten by its last value, as in Valkey.
         _put(db, argv[i], argv[i + 1])
+        if db.events:
+            db.events.emit(db, b"set", argv[i])
     return ONE
 
 
 def getset(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
+    if old is None and db.events:
+        db.events.emit(db, b"keymiss", argv[1])
     reply = _bulk_or_null(c, old)
     _put(db, argv[1], argv[2])
+    if db.events:
+        db.events.emit(db, b"set", argv[1])
     return reply
 
 
@@ -380,9 +410,13 @@ def getdel(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
     if old is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", argv[1])
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(old), old)
     db.delete(argv[1])
+    if db.events:
+        db.events.emit(db, b"del", argv[1])
     return reply
 
 
@@ -393,16 +427,23 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     v = db.get_string(key)
     if v is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(v), v)
     if when is not None:
-        if when <= db.clock.ms():
+        if not flags & (_EX | _PX) and when <= db.clock.ms():
             db.delete(key)
+            if db.events:
+                db.events.emit(db, b"expired", key)
         else:
             before_expire(db, key)
             db.set_expire(key, when)
+            if db.events:
+                db.events.emit(db, b"expire", key)
     elif flags & _PERSIST:
-        db.persist(key)
+        if db.persist(key) and db.events:
+            db.events.emit(db, b"persist", key)
     return reply
 
 
@@ -433,16 +474,22 @@ def append(c: Client, argv: list[bytes]) -> bytes:
     v = db.get_string(key)
     if v is None:
         _add(db, key, more)
+        if db.events:
+            db.events.emit(db, b"append", key)
         return integer(len(more))
     _check_length(c, len(v), len(more))
     b = _mutable(db, key, v)
     b += more
     db.touch(key)
+    if db.events:
+        db.events.emit(db, b"append", key)
     return integer(len(b))
 
 
 def strlen(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
+    if v is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if v is None else integer(len(v))
 
 
@@ -451,6 +498,8 @@ def getrange(c: Client, argv: list[bytes]) -> bytes:
     end = parse_int(argv[3])
     v = c.db.get_string(argv[1])
     if v is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_BULK
     n = len(v)
     if start < 0 and end < 0 and start > end:
@@ -482,6 +531,8 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
         b = bytearray(offset + len(val))
         b[offset:] = val
         _add(db, key, b)
+        if db.events:
+            db.events.emit(db, b"setrange", key)
         return integer(len(b))
     if not val:
         return integer(len(v))
@@ -491,6 +542,8 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
         b.extend(bytes(offset - len(b)))
     b[offset : offset + len(val)] = val
     db.touch(key)
+    if db.events:
+        db.events.emit(db, b"setrange", key)
     return integer(len(b))
 
 
@@ -516,6 +569,8 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
         db.set(key, text, keep_ttl=True)
     if FLOAT_INTS:
         forget_float_int(db, key)
+    if db.events:
+        db.events.emit(db, b"incrby", key)
     return integer(new)
 
 
@@ -549,4 +604,6 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
         _put(db, key, text, keep_ttl=True)
     if is_int_text(text):
         _mark_float_int(c.server.dbs, db, key, db.data[key])
+    if db.events:
+        db.events.emit(db, b"incrbyfloat", key)
     return b"$%d\r\n%s\r\n" % (len(text), text)

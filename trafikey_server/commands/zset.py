@@ -259,6 +259,8 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
             newscore = s
     if added or updated:
         db.touch(key)
+        if db.events:
+            db.events.emit(db, b"zincr" if incr else b"zadd", key)
     if incr:
         return c.r.double(newscore) if processed else c.r.null
     return integer(added + updated if flags & _CH else added)
@@ -269,12 +271,16 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
 
 def zcard(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
+    if zs is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     return ZERO if zs is None else integer(len(zs))
 
 
 def zscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     s = zs.scores.get(argv[2])
     return c.r.null if s is None else c.r.double(s)
@@ -282,6 +288,8 @@ def zscore(c: Client, argv: list[bytes]) -> bytes:
 
 def zmscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
+    if zs is None and c.db.events:
+        c.db.events.emit(c.db, b"keymiss", argv[1])
     r = c.r
     out = [array_header(len(argv) - 2)]
     table = zs.scores if zs is not None else {}
@@ -310,6 +318,8 @@ def _zrank(c: Client, argv: list[bytes], reverse: bool) -> bytes:
     zs = c.db.get_zset(argv[1])
     miss = c.r.null_array if withscore else c.r.null
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return miss
     r = zs.rank(argv[2])
     if r is None:
@@ -328,6 +338,8 @@ def zcount(c: Client, argv: list[bytes]) -> bytes:
     lo, lo_ex, hi, hi_ex = parse_score_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return ZERO
     a, b = zs.score_span(lo, lo_ex, hi, hi_ex)
     return integer(b - a)
@@ -337,6 +349,8 @@ def zlexcount(c: Client, argv: list[bytes]) -> bytes:
     lo, hi = parse_lex_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return ZERO
     a, b = zs.lex_span(lo, hi)
     return integer(b - a)
@@ -417,6 +431,8 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
         lrange = parse_lex_range(a, b)
     zs = c.db.get_zset(argv[k])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[k])
         return EMPTY_ARRAY if dst is None else _store_range(c, dst, [], False)
     if kind == _RANK:
         lo, hi = _rank_span(len(zs), start, end)
@@ -455,7 +471,8 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     order, as Valkey does, so the listpack/skiplist switch (and the -0 a
     listpack cannot hold) happen at the same member."""
     if not pairs:
-        c.db.delete(dst)
+        if c.db.delete(dst) and c.db.events:
+            c.db.events.emit(c.db, b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -467,6 +484,8 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
             out.big = True
         out.add(m, s)
     c.db.set(dst, out)
+    if c.db.events:
+        c.db.events.emit(c.db, b"zrangestore", dst)
     return integer(len(out))
 
 
@@ -484,9 +503,14 @@ def zrem(c: Client, argv: list[bytes]) -> bytes:
             deleted += 1
             if not zs.scores:
                 c.db.delete(key)
+                if c.db.events:
+                    c.db.events.emit(c.db, b"zrem", key)
+                    c.db.events.emit(c.db, b"del", key)
                 return integer(deleted)
     if deleted:
         c.db.touch(key)
+        if c.db.events:
+            c.db.events.emit(c.db, b"zrem", key)
     return integer(deleted)
 
 
@@ -496,7 +520,7 @@ def zremrangebyrank(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = _rank_span(len(zs), start, end)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebyrank")
 
 
 def zremrangebyscore(c: Client, argv: list[bytes]) -> bytes:
@@ -505,7 +529,7 @@ def zremrangebyscore(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = zs.score_span(*srange)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebyscore")
 
 
 def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
@@ -514,16 +538,21 @@ def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
     if zs is None:
         return ZERO
     lo, hi = zs.lex_span(lo_b, hi_b)
-    return _remove_span(c, argv[1], zs, lo, hi)
+    return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebylex")
 
 
-def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int) -> bytes:
+def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int, event: bytes) -> bytes:
     n = zs.remove_span(lo, hi)
     if n:
         if zs.scores:
             c.db.touch(key)
+            if c.db.events:
+                c.db.events.emit(c.db, event, key)
         else:
             c.db.delete(key)
+            if c.db.events:
+                c.db.events.emit(c.db, event, key)
+                c.db.events.emit(c.db, b"del", key)
     return integer(n)
 
 
@@ -558,8 +587,13 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
     if zs.scores:
         if db.watchers:
             db.touch(key)
+        if db.events:
+            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
     else:
         db.delete(key)
+        if db.events:
+            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
+            db.events.emit(db, b"del", key)
     return out
 
 
@@ -570,11 +604,15 @@ def zrandmember(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) >= 3:
         count, withscores = random_count_args(argv, b"withscores")
         zs = c.db.get_zset(argv[1])
+        if zs is None and c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         if zs is None or count == 0:
             return EMPTY_ARRAY
         return _with_scores(c, _random_pairs(zs, count)) if withscores else _members(_random_pairs(zs, count))
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
     return bulk(zs.index[random.randrange(len(zs))][1])
 
@@ -603,6 +641,8 @@ def zscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     zs = c.db.get_zset(argv[1])
     if zs is None:
+        if c.db.events:
+            c.db.events.emit(c.db, b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_members = parse_scan_options(argv, b"zset")
     match = pattern_matcher(pattern)
@@ -682,6 +722,8 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
     srcs: list[ZSet | None] = []
     for key in argv[k + 1 : k + 1 + nkeys]:
         srcs.append(db.get_zset(key))
+        if srcs[-1] is None and db.events:
+            db.events.emit(db, b"keymiss", key)
     weights = [1.0] * nkeys
     aggregate = _SUM
     withscores = False
@@ -725,7 +767,7 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
         else:
             result = _union(inputs, aggregate)
     if dst is not None:
-        return _store_setop(c, dst, result)
+        return _store_setop(c, dst, result, _STORE_EVENTS[op])
     pairs = sorted((s, m) for m, s in result.items())
     return _pairs_reply(c, pairs, withscores)
 
@@ -789,11 +831,15 @@ def _diff(srcs: list[ZSet | None]) -> dict[bytes, float]:
     return {m: s for m, s in first.scores.items() if not any(m in o for o in others)}
 
 
-def _store_setop(c: Client, dst: bytes, result: dict[bytes, float]) -> bytes:
+_STORE_EVENTS = {_UNION: b"zunionstore", _INTER: b"zinterstore", _DIFF: b"zdiffstore"}
+
+
+def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes) -> bytes:
     """Valkey builds the result as a skiplist and turns it into a listpack
     if it is small enough, which is also when a -0 score becomes 0."""
     if not result:
-        c.db.delete(dst)
+        if c.db.delete(dst) and c.db.events:
+            c.db.events.emit(c.db, b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -804,4 +850,6 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float]) -> bytes:
     out.scores = result
     out.index = SortedList((s, m) for m, s in result.items())
     c.db.set(dst, out)
+    if c.db.events:
+        c.db.events.emit(c.db, event, dst)
     return integer(len(out))

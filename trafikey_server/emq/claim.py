@@ -52,7 +52,7 @@ def claim(c: Client, argv: list[bytes]) -> bytes:
     row = db.get_hash(row_key)
     plan = Plan()
     if row is None:
-        plan.zrem(pending_key, job)
+        plan.zpopmin(pending_key, job)
         plan.apply(c)
         return EMPTY_ARRAY
     state = row.get(STATE)
@@ -60,10 +60,9 @@ def claim(c: Client, argv: list[bytes]) -> bytes:
         raise wrong_state(job, state, PENDING)
     attempts = counter(row, ATTEMPTS) + 1
     payload = row.get(PAYLOAD)
-    plan.zrem(pending_key, job)
-    # HINCRBY attempts 1 and the HSET of the lease, as one HSET of the
-    # values they leave.
-    plan.hset(row_key, ATTEMPTS, b"%d" % attempts, STATE, _ACTIVE, LEASE_EPOCH, server.run_id_b)
+    plan.zpopmin(pending_key, job)
+    plan.hincrby(row_key, ATTEMPTS, attempts)
+    plan.hset(row_key, STATE, _ACTIVE, LEASE_EPOCH, server.run_id_b)
     plan.zadd(active_key, now + lease, job)
     plan.apply(c)
     return claim_reply(c, job, payload, attempts)

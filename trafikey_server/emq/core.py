@@ -229,6 +229,10 @@ class Plan:
     def zrem(self, key: bytes, member: bytes) -> None:
         self.ops.append((_zrem, key, member, None))
 
+    def zpopmin(self, key: bytes, member: bytes) -> None:
+        """ZPOPMIN key, whose head is known to be member (written as ZREM)."""
+        self.ops.append((_zpopmin, key, member, None))
+
     def hset(self, key: bytes, *pairs: bytes) -> None:
         self.ops.append((_hset, key, pairs, None))
 
@@ -245,10 +249,43 @@ class Plan:
 
     def apply(self, c: Client) -> None:
         db = c.db
-        for fn, key, a, b in self.ops:
-            fn(c, db, key, a, b)
+        if db.events:
+            self._apply_notifying(c, db)
+        else:
+            for fn, key, a, b in self.ops:
+                fn(c, db, key, a, b)
         if c.server.aof is not None:
             c.server.aof.add(db.id, self.commands())
+
+    def _apply_notifying(self, c: Client, db: Db) -> None:
+        """The writes, each followed by the keyspace events Valkey raises
+        for the command it stands for, so that a subscriber sees the verb
+        as the same commands sent one by one."""
+        events = db.events
+        assert events is not None
+        for fn, key, a, b in self.ops:
+            if fn is _zadd:
+                zs = db.data.get(key)
+                changed = zs is None or zs.scores.get(b) != float(a)
+                fn(c, db, key, a, b)
+                if changed:  # ZADD announces only an added or re-scored member
+                    events.emit(db, b"zadd", key)
+            elif fn is _zrem or fn is _zpopmin:
+                zs = db.data.get(key)
+                removed = zs is not None and a in zs.scores
+                fn(c, db, key, a, b)
+                if removed:
+                    events.emit(db, b"zrem" if fn is _zrem else b"zpopmin", key)
+                    if key not in db.data:
+                        events.emit(db, b"del", key)
+            elif fn is _delete:
+                live = db.get(key) is not None
+                fn(c, db, key, a, b)
+                if live:
+                    events.emit(db, b"del", key)
+            else:
+                fn(c, db, key, a, b)
+                events.emit(db, _EVENTS[fn], key)
 
     def commands(self) -> list[list[bytes]]:
         """The plan as the plain commands that make the same writes."""
@@ -279,6 +316,10 @@ def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
             db.delete(key)
         elif db.watchers:
             db.touch(key)
+
+
+def _zpopmin(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
+    _zrem(c, db, key, member, None)
 
 
 def _hset(c: Client, db: Db, key: bytes, pairs: tuple[bytes, ...], _: None) -> None:
@@ -320,11 +361,16 @@ def _seq(c: Client, db: Db, key: bytes, old: int, new: int) -> None:
 _COMMAND: dict[Any, Any] = {
     _zadd: lambda key, score, member: [b"ZADD", key, b"%d" % score, member],
     _zrem: lambda key, member, _: [b"ZREM", key, member],
+    _zpopmin: lambda key, member, _: [b"ZREM", key, member],
     _hset: lambda key, pairs, _: [b"HSET", key, *pairs],
     _hincrby: lambda key, field, _: [b"HINCRBY", key, field, b"1"],
     _delete: lambda key, _a, _b: [b"DEL", key],
     _seq: lambda key, old, new: [b"INCRBY", key, b"%d" % (new - old)],
 }
+
+
+# The event of each write that always announces itself.
+_EVENTS: dict[Any, bytes] = {_hset: b"hset", _hincrby: b"hincrby", _seq: b"incrby"}
 
 
 def claim_reply(c: Client, job: bytes, payload: bytes | None, attempts: int) -> bytes:

@@ -648,10 +648,16 @@ def install(server: Server, res: Loaded) -> None:
             db._heap = [(t, k) for k, t in expires.items()]
             heapq.heapify(db._heap)
             continue
-        for k, v in data.items():
-            db.set(k, v)
-        for k, t in expires.items():
-            db.set_expire(k, t)
+        # Loaded keys are not announced (Valkey's dbAddRDBLoad raises no
+        # keyspace event), so notifications pause while they go in.
+        events, db.events = db.events, None
+        try:
+            for k, v in data.items():
+                db.set(k, v)
+            for k, t in expires.items():
+                db.set_expire(k, t)
+        finally:
+            db.events = events
 
 
 def load(server: Server, source: bytes | str | os.PathLike[str], check: bool | None = None) -> Loaded:
