@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+
 if TYPE_CHECKING:
     from .server import Server
 
@@ -68,8 +70,6 @@ def _f32(x: float) -> float:
 
 
 def _server(s: Server) -> Fields:
-    from .server import REDIS_COMPAT_VERSION, VALKEY_VERSION
-
     cfg = s.config
     up = int(time.monotonic() - s.started_mono)
     port = s.ports[0] if s.ports else cfg.port

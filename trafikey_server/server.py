@@ -24,13 +24,13 @@ from .log import Log
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
 from .registry import Table, default_table
+from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
     from .client import Client
     from .connection import Connection
 
-VALKEY_VERSION = "9.1.2"
-REDIS_COMPAT_VERSION = "7.2.4"
+__all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
 
 

@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..commands.strings import is_int_text, stored
 from ..parsing import to_int
 from ..types import Hash
+from ..versions import REDIS_COMPAT_VERSION
 from ..zset import ZSet
 from .crc64 import update as crc_update
 
@@ -162,8 +163,6 @@ def write(server: Server, out: IO[bytes]) -> int:
 
     Keys past their expiry are written too (as Valkey does); the loader
     drops them."""
-    from ..server import REDIS_COMPAT_VERSION
-
     values = server.config.values
     sink = _Sink(out, bool(values.get("rdbchecksum", True)))
     w = sink.write

@@ -38,6 +38,7 @@ from ..errors import CommandError
 from ..floats import format_double
 from ..keyspecs import request_keys
 from ..slots import keyslot
+from ..versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from . import lualib
 
 if TYPE_CHECKING:
@@ -135,6 +136,12 @@ class Run:
         self.slot = -1
         # The caller's user when its commands must be checked (acl.User), else None.
         self.acl = None if caller.acl.unrestricted else caller.acl
+
+
+def _version_num(v: str) -> int:
+    """"9.1.2" as 0x00090102, the form scripts compare against."""
+    major, minor, patch = (int(x) for x in v.split("."))
+    return (major << 16) | (minor << 8) | patch
 
 
 def sha1hex(data: bytes) -> bytes:
@@ -256,8 +263,9 @@ class Engine:
         self._eval_lru: OrderedDict[bytes, None] = OrderedDict()
         self._rand = 0x1234ABCD330E
         versions = self.lua.table_from({
-            b"REDIS_VERSION_NUM": 0x00070204, b"REDIS_VERSION": b"7.2.4",
-            b"VALKEY_VERSION_NUM": 0x00090102, b"VALKEY_VERSION": b"9.1.2", b"SERVER_NAME": b"valkey",
+            b"REDIS_VERSION_NUM": _version_num(REDIS_COMPAT_VERSION), b"REDIS_VERSION": REDIS_COMPAT_VERSION.encode(),
+            b"VALKEY_VERSION_NUM": _version_num(VALKEY_VERSION), b"VALKEY_VERSION": VALKEY_VERSION.encode(),
+            b"SERVER_NAME": b"valkey",
         })
         table_from = self.lua.table_from
         self.table_from = table_from
