@@ -21,6 +21,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .memory import PAGE as _PAGE
+from .memory import STARTUP_RSS as _STARTUP_RSS
+from .memory import peak as _peak
+from .memory import rss as _rss
 from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
@@ -37,22 +41,6 @@ ORDER = ("server", "tls", "clients", "memory", "persistence", "stats", "replicat
 ALL = tuple(s for s in ORDER if s != "debug")
 TITLES = {"cpu": "CPU", "tls": "TLS", "cluster_info": "Cluster Info", "scriptingengines": "Scripting Engines"}
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _rss() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except OSError:  # pragma: no cover - not Linux
-        return _peak()
-
-
-def _peak() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-_STARTUP_RSS = _rss()
 
 
 def human(n: int) -> str:

@@ -19,7 +19,7 @@ import ipaddress
 import time
 from typing import TYPE_CHECKING, Any
 
-from .info import _rss
+from .memory import rss as _rss
 
 if TYPE_CHECKING:
     from .client import Client

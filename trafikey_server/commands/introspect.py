@@ -13,6 +13,9 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import CommandError, syntax
+from ..memory import STARTUP_RSS as _STARTUP_RSS
+from ..memory import peak as _peak
+from ..memory import rss as _rss
 from ..parsing import to_int
 from ..resp import OK, array, bulk, bulks, integer
 from ..types import Hash
@@ -272,8 +275,6 @@ def memory_usage(c: Client, argv: list[bytes]) -> bytes:
 
 
 def memory_stats(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import _STARTUP_RSS, _peak, _rss
-
     s = c.server
     rss = _rss()
     peak = max(_peak(), rss)
@@ -318,8 +319,6 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
 
 
 def memory_doctor(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import _rss
-
     if _rss() < 5 * 1024 * 1024:
         text = (b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
                 b"used in these conditions. Please, leave for your mission on Earth and fill it with some data. "

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from ..commands.strings import is_int_text, stored
+from ..memory import peak as _used_memory
 from ..parsing import to_int
 from ..types import Hash
 from ..versions import REDIS_COMPAT_VERSION
@@ -201,15 +202,6 @@ def dump(server: Server) -> bytes:
     buf = io.BytesIO()
     write(server, buf)
     return buf.getvalue()
-
-
-def _used_memory() -> int:
-    try:
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    except (ImportError, OSError):  # pragma: no cover
-        return 0
 
 
 # -- reading ----------------------------------------------------------------------
