@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -149,9 +150,18 @@ def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | Non
         conn.transport.abort()
 
 
-def apply_proto_max_bulk_len(server: Server, value: int) -> None:
-    from .connection import huge_bulk_pattern
+# A read holding a bulk length of the default limit's digit count (512 MB has 9).
+_HUGE_BULK = re.compile(rb"\$\d{9}").search
 
+
+def huge_bulk_pattern(limit: int) -> Any:
+    """A length with as many digits as proto-max-bulk-len may be over it:
+    such a read goes to the exact parser (``Server.huge_bulk``)."""
+    digits = len(str(limit))
+    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
+
+
+def apply_proto_max_bulk_len(server: Server, value: int) -> None:
     server.huge_bulk = huge_bulk_pattern(value)
 
 
