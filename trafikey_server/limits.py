@@ -20,6 +20,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from .config import register_apply
 from .memory import rss as _rss
 
 if TYPE_CHECKING:
@@ -224,3 +225,8 @@ def cron(server: Server) -> None:
             server.obuf_watch.discard(conn)
             continue
         check_output(conn, c, obuf_class(server, c))
+
+
+register_apply("maxmemory", apply_maxmemory)
+register_apply("proto-max-bulk-len", apply_proto_max_bulk_len)
+register_apply("client-output-buffer-limit", apply_obuf)

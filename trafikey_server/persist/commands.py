@@ -6,6 +6,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..config import register_apply
 from ..errors import CommandError
 
 if TYPE_CHECKING:
@@ -86,3 +87,6 @@ def aof_fields(s: Server) -> list[tuple[str, Any]]:
 
 def aof_size_fields(s: Server) -> list[tuple[str, Any]]:
     return [] if s.aof is None else list(s.aof.info().items())
+
+
+register_apply("appendonly", apply_appendonly)
