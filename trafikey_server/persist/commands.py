@@ -8,6 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import register_apply
 from ..errors import CommandError
+from . import manifest as mf
+from .aof import Aof
+from .oneoff import rewrite_once
+from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -22,8 +26,6 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     if aof is None:
         # Valkey rewrites even with appendonly off: a base file and a
         # manifest naming only it, written by a child as with the log on.
-        from .oneoff import rewrite_once
-
         rewrite_once(server)
         return STARTED
     if aof.rewriter.child_pid:
@@ -39,8 +41,6 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
 def apply_appendonly(server: Any, value: bool) -> None:
     """CONFIG SET appendonly: on starts the log with a rewrite of the
     keyspace (the new base), off flushes and closes it."""
-    from .startup import start_logging, stop_logging
-
     if server.loop is None:
         return  # before start-up the option is only read
     if not value:
@@ -48,9 +48,6 @@ def apply_appendonly(server: Any, value: bool) -> None:
         return
     if server.aof is not None:
         return
-    from . import manifest as mf
-    from .aof import Aof
-
     aof = Aof(server)
     old = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX))
     fresh = mf.Manifest()

@@ -23,8 +23,10 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from ..resp import bulks as encode
+from ..types import Hash
+from ..zset import ZSet
 from . import manifest as mf
-from .aof import encode
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -41,9 +43,6 @@ def _score(s: float) -> bytes:
 
 def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
     """The keyspace as commands, in chunks of bytes."""
-    from ..types import Hash
-    from ..zset import ZSet
-
     libs = server.scripting.libraries.libraries
     for lib in libs.values():
         yield encode([b"FUNCTION", b"LOAD", lib.code])
