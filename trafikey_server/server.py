@@ -32,6 +32,7 @@ from .persist.startup import load_at_startup, stop_logging
 from .registry import Table, default_table
 from .scripting.busy import Busy
 from .scripting.engine import Engine
+from .scripting.library import Libraries
 from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Server:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
         self.ports: list[int] = []
-        self.scripting = Engine(self)
+        self.scripting = Engine(self, Libraries)
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None

@@ -26,6 +26,7 @@ import math
 import struct
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ from . import lualib
 if TYPE_CHECKING:
     from ..registry import Command
     from ..server import Server
+    from .library import Libraries
 
 PRELUDE = Path(__file__).with_name("prelude.lua")
 
@@ -249,7 +251,9 @@ def _lrand48_seed(seed: int) -> int:
 
 
 class Engine:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, libraries: Callable[[Engine], Libraries]) -> None:
+        """``libraries`` builds the FUNCTION side (library.Libraries, which
+        is built on this module), given this engine."""
         self.server = server
         self.lua = lua51.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
@@ -270,9 +274,7 @@ class Engine:
         table_from = self.lua.table_from
         self.table_from = table_from
         self.state = table_from({b"resp": 2})
-        from .library import Libraries
-
-        self.libraries = Libraries(self)
+        self.libraries = libraries(self)
         api = {
             b"call": self._api_call, b"pcall": self._api_pcall, b"sha1hex": _api_sha1hex, b"log": self._api_log,
             b"setresp": self._api_setresp, b"set_repl": self._api_set_repl, b"acl_check_cmd": self._api_acl_check,
