@@ -25,6 +25,7 @@ from .memory import PAGE as _PAGE
 from .memory import STARTUP_RSS as _STARTUP_RSS
 from .memory import peak as _peak
 from .memory import rss as _rss
+from .persist.commands import aof_fields, aof_size_fields
 from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
@@ -143,8 +144,6 @@ def _memory(s: Server) -> Fields:
 
 
 def _persistence(s: Server) -> Fields:
-    from .persist.commands import aof_fields, aof_size_fields
-
     snap = s.snapshots
     now = time.time()
     return [

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Any
 from .. import commandinfo, glob, keyspecs
 from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
+from ..info import render
 from ..parsing import to_int
+from ..persist.rdb import RdbError, install, parse
 from ..resp import OK, array, bulk, bulks, integer, status
+from ..rewrite import NO_FILE, rewrite
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -234,8 +237,6 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
 
 def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
     """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty, load the file back."""
-    from ..persist.rdb import RdbError, install, parse
-
     flush = do_save = True
     merge = False
     for a in argv[2:]:
@@ -416,8 +417,6 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
 
 
 def config_rewrite(c: Client, argv: list[bytes]) -> bytes:
-    from ..rewrite import NO_FILE, rewrite
-
     cfg = c.server.config
     if not cfg.file:
         raise CommandError(f"ERR {NO_FILE}")
@@ -457,7 +456,5 @@ def config(c: Client, argv: list[bytes]) -> bytes:
 
 
 def info(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import render
-
     text = render(c.server, [a.decode(errors="replace") for a in argv[1:]]).encode()
     return c.r.verbatim(text)
