@@ -44,9 +44,10 @@ from ..errors import CommandError, not_integer, syntax
 from ..glob import matcher
 from ..parsing import LLONG_MAX, parse_int, to_int
 from ..resp import OK, ONE, ZERO, bulk, bulks, integer, status
+from ..strtype import before_expire, carry_float_int, encoding, rekeyed
 from ..types import Hash, type_name
 from .hash import parse_cursor
-from .strings import before_expire, carry_float_int, encoding, option, rekeyed
+from .strings import option
 
 if TYPE_CHECKING:
     from ..client import Client

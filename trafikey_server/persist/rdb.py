@@ -31,9 +31,9 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from ..commands.strings import is_int_text, stored
 from ..memory import peak as _used_memory
 from ..parsing import to_int
+from ..strtype import FLOAT_INTS, is_int_text, stored
 from ..types import Hash
 from ..versions import REDIS_COMPAT_VERSION
 from ..zset import ZSet
@@ -626,8 +626,6 @@ def _checksum_state(data: bytes, n: int) -> tuple[bool | None, int]:
 def install(server: Server, res: Loaded) -> None:
     """Put a parsed file's keys into the server's databases (merged into
     what they hold; callers empty them first)."""
-    from ..commands.strings import FLOAT_INTS
-
     for dbid, (data, expires) in res.dbs.items():
         db = server.dbs[dbid]
         if not db.data:
