@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, limits
+from . import __version__, limits, valuetypes
 from .acl import Acl
 from .clock import Clock
 from .config import Config
@@ -110,8 +110,10 @@ class Server:
         """The listpack thresholds the hash and sorted-set writes consult,
         kept as attributes so a write reads them without a config lookup."""
         v = self.config.values
-        self.hash_limits = (v.get("hash-max-listpack-entries", 512), v.get("hash-max-listpack-value", 64))
-        self.zset_limits = (v.get("zset-max-listpack-entries", 128), v.get("zset-max-listpack-value", 64))
+        for vt in valuetypes.registered():
+            if vt.listpack_limits is not None:
+                attr, entries, value = vt.listpack_limits
+                setattr(self, attr, (v[entries], v[value]))
 
     # -- clients -------------------------------------------------------------
 

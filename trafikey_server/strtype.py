@@ -26,12 +26,16 @@ string write stores what Valkey's object would be:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from .parsing import to_int
+from .rdbformat import T_STRING, encode_string
+from .valuetype import ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from .db import Db
+    from .rdbformat import Reader
 
 # -- encodings -------------------------------------------------------------------
 
@@ -162,3 +166,51 @@ def _add(db: Db, key: bytes, v: bytes | bytearray) -> None:
     db.add(key, v)
     if FLOAT_INTS:
         forget_float_int(db, key)
+
+
+# -- the type's record (valuetypes.py) --------------------------------------------------
+
+
+def _copy(v: bytes | bytearray) -> bytes | bytearray:
+    return bytearray(v) if type(v) is bytearray else v
+
+
+def _memory(v: bytes | bytearray, samples: int) -> int:
+    n = len(v)
+    return 0 if n <= 20 and v.lstrip(b"-").isdigit() else alloc_size(sds_size(n))
+
+
+def _digest(v: bytes | bytearray) -> bytes:
+    return b"s" + bytes(v)
+
+
+def _rdb_save(v: bytes | bytearray) -> tuple[int, bytes]:
+    return T_STRING, encode_string(v)
+
+
+def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> bytes | bytearray:
+    """A loaded string as Valkey's object ends up: embstr or raw by size,
+    and raw when an expire is attached under a long key."""
+    out = stored(key, r.string(), False)
+    if has_ttl and type(out) is bytes and len(key) >= _EXPIRE_NEEDS_ROOM and not is_int_text(out):
+        return bytearray(out)
+    return out
+
+
+def _aof_rewrite(key: bytes, v: bytes | bytearray) -> Iterator[list[bytes]]:
+    yield [b"SET", key, bytes(v)]
+
+
+STRING = ValueType(
+    name=b"string",
+    classes=(bytes, bytearray),
+    encodings=(b"int", b"embstr", b"raw"),
+    encoding=encoding,
+    copy=_copy,
+    memory=_memory,
+    digest=_digest,
+    rdb_save=_rdb_save,
+    rdb_types=(T_STRING,),
+    rdb_load=_rdb_load,
+    aof_rewrite=_aof_rewrite,
+)

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "scripting.lualib.*",
     )),
     ("protocol", ("resp", "parser", "args", "registry", "keyspecs", "commandinfo", "rdbformat")),
-    ("value types", ("types", "zset", "valuetypes", "valuetypes.*", "strtype")),
+    ("value types", ("types", "zset", "valuetype", "valuetypes", "strtype", "hashtype", "zsettype")),
     ("keyspace", ("db",)),
     ("services", (
         "client", "kill", "acl", "config", "limits", "pause", "observe", "rewrite",

@@ -15,6 +15,7 @@ from ..parsing import to_int
 from ..persist.rdb import RdbError, install, parse
 from ..resp import OK, array, bulk, bulks, integer, status
 from ..rewrite import NO_FILE, rewrite
+from ..valuetypes import of
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -276,14 +277,8 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
 def _digest_value(v: object) -> bytes:
     """A stable rendering of a value: container contents in sorted order so
     the digest does not depend on insertion history."""
-    if isinstance(v, (bytes, bytearray)):
-        return b"s" + bytes(v)
-    scores = getattr(v, "scores", None)
-    if scores is not None:
-        return b"z" + b"\0".join(m + b"\1" + repr(s).encode() for m, s in sorted(scores.items()))
-    if isinstance(v, dict):
-        return b"h" + b"\0".join(k + b"\1" + bytes(x) for k, x in sorted(v.items()))
-    return repr(v).encode()
+    vt = of(v)
+    return repr(v).encode() if vt is None else vt.digest(v)
 
 
 def _digest(c: Client) -> bytes:

@@ -7,7 +7,9 @@ otherwise raw, never LZF-compressed), hashes as ``RDB_TYPE_HASH``, sorted
 sets as ``RDB_TYPE_ZSET_2`` (binary doubles), expiry in milliseconds,
 SELECTDB / RESIZEDB and the usual aux fields, closed by the CRC-64 of the
 whole file. The reader decides each value's encoding the way Valkey does
-while loading, so OBJECT ENCODING answers alike after a restart.
+while loading, so OBJECT ENCODING answers alike after a restart. A value's
+own bytes are its type's business (``ValueType.rdb_save`` / ``rdb_load``,
+found in ``valuetypes.py``); this module frames the file around them.
 
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
@@ -24,61 +26,16 @@ it was.
 from __future__ import annotations
 
 import heapq
-import math
 import os
 import struct
 import time
-from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from ..memory import peak as _used_memory
-from ..rdbformat import (
-    LISTPACK_SAFE as _LISTPACK_SAFE,
-)
-from ..rdbformat import (
-    PACK_DOUBLE as _PACK_DOUBLE,
-)
-from ..rdbformat import (
-    T_HASH,
-    T_HASH_2,
-    T_HASH_LISTPACK,
-    T_HASH_ZIPLIST,
-    T_STRING,
-    T_ZSET,
-    T_ZSET_2,
-    T_ZSET_LISTPACK,
-    T_ZSET_ZIPLIST,
-    RdbError,
-    Truncated,
-)
-from ..rdbformat import (
-    UNPACK_DOUBLE as _UNPACK_DOUBLE,
-)
-from ..rdbformat import (
-    Reader as _Reader,
-)
-from ..rdbformat import (
-    encode_len as _len,
-)
-from ..rdbformat import (
-    encode_string as _str,
-)
-from ..rdbformat import (
-    listpack_entries as _listpack,
-)
-from ..rdbformat import (
-    pairs as _pairs,
-)
-from ..rdbformat import (
-    parse_score as _score,
-)
-from ..rdbformat import (
-    ziplist_entries as _ziplist,
-)
-from ..strtype import FLOAT_INTS, is_int_text, stored
-from ..types import Hash
+from ..rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_len, encode_string
+from ..strtype import FLOAT_INTS
+from ..valuetypes import BY_CLASS, BY_RDB_TYPE
 from ..versions import REDIS_COMPAT_VERSION
-from ..zset import ZSet
 from .crc64 import update as crc_update
 
 if TYPE_CHECKING:
@@ -110,28 +67,12 @@ _PACK_q = struct.Struct("<q").pack
 
 
 def _aux(name: bytes, value: bytes) -> bytes:
-    return bytes((OP_AUX,)) + _str(name) + _str(value)
+    return bytes((OP_AUX,)) + encode_string(name) + encode_string(value)
 
 
 def _value(v: Any) -> tuple[int, bytes] | None:
-    t = type(v)
-    if t is bytes or t is bytearray:
-        return T_STRING, _str(v)
-    if t is Hash:
-        parts = [_len(len(v))]
-        for f, x in v.items():
-            parts.append(_str(f))
-            parts.append(_str(x))
-        return T_HASH, b"".join(parts)
-    if t is ZSet:
-        parts = [_len(len(v))]
-        # Highest first, as Valkey writes a skiplist: a loader inserting at
-        # the head then builds the list in order.
-        for score, member in reversed(v.index):
-            parts.append(_str(member))
-            parts.append(_PACK_DOUBLE(score))
-        return T_ZSET_2, b"".join(parts)
-    return None
+    vt = BY_CLASS.get(type(v))
+    return None if vt is None else vt.rdb_save(v)
 
 
 class _Sink:
@@ -176,8 +117,8 @@ def write(server: Server, out: IO[bytes]) -> int:
         if not data:
             continue
         expires = db.expires
-        w(bytes((OP_SELECTDB,)) + _len(db.id))
-        w(bytes((OP_RESIZEDB,)) + _len(len(data)) + _len(len(expires)))
+        w(bytes((OP_SELECTDB,)) + encode_len(db.id))
+        w(bytes((OP_RESIZEDB,)) + encode_len(len(data)) + encode_len(len(expires)))
         for key, v in list(data.items()):
             enc = _value(v)
             if enc is None:
@@ -185,7 +126,7 @@ def write(server: Server, out: IO[bytes]) -> int:
             when = expires.get(key) if expires else None
             if when is not None:
                 w(bytes((OP_EXPIRETIME_MS,)) + _PACK_q(when))
-            w(bytes((enc[0],)) + _str(key) + enc[1])
+            w(bytes((enc[0],)) + encode_string(key) + enc[1])
             keys += 1
     w(bytes((OP_EOF,)))
     sink.flush()
@@ -215,91 +156,16 @@ class Loaded:
         self.version = 0
 
 
-class _Limits:
-    __slots__ = ("h_entries", "h_value", "z_entries", "z_value")
-
-    def __init__(self, server: Server) -> None:
-        self.h_entries, self.h_value = server.hash_limits
-        self.z_entries, self.z_value = server.zset_limits
-
-
-def _make_hash(pairs: Iterator[tuple[bytes, bytes]], big: bool) -> Hash:
-    h = Hash()
-    h.big = big
-    for f, v in pairs:
-        h[f] = v
-    return h
-
-
-def _make_zset(pairs: list[tuple[bytes, float]], big: bool) -> ZSet:
-    z = ZSet()
-    z.big = big
-    for m, s in pairs:
-        z.add(m, s)
-    return z
-
-
-def _read_value(r: _Reader, t: int, key: bytes, lim: _Limits) -> Any:
-    if t == T_STRING:
-        return r.string()
-    if t == T_HASH:
-        n = r.plain_len()
-        pairs = [(r.string(), r.string()) for _ in range(n)]
-        big = n > lim.h_entries or any(len(f) > lim.h_value or len(v) > lim.h_value for f, v in pairs)
-        return _make_hash(iter(pairs), big)
-    if t == T_HASH_2:
-        n = r.plain_len()
-        fields = []
-        for _ in range(n):
-            f, v = r.string(), r.string()
-            ttl = struct.unpack("<q", r.take(8))[0]
-            if ttl != -1:
-                raise RdbError(f"key {key!r}: a hash field with a TTL ({f!r}); this server "
-                               "does not keep per-field expiry")
-            fields.append((f, v))
-        big = n > lim.h_entries or any(len(f) > lim.h_value or len(v) > lim.h_value for f, v in fields)
-        return _make_hash(iter(fields), big)
-    if t in (T_ZSET_2, T_ZSET):
-        n = r.plain_len()
-        zpairs = []
-        maxlen = total = 0
-        for _ in range(n):
-            m = r.string()
-            if t == T_ZSET_2:
-                s = _UNPACK_DOUBLE(r.take(8))[0]
-                if math.isnan(s):
-                    raise RdbError(f"key {key!r}: a sorted set score is NaN")
-            else:
-                k = r.byte()
-                s = (math.nan if k == 253 else math.inf if k == 254 else -math.inf if k == 255
-                     else _score(r.take(k)))
-            zpairs.append((m, s))
-            maxlen = max(maxlen, len(m))
-            total += len(m)
-        big = not (n <= lim.z_entries and maxlen <= lim.z_value and total < _LISTPACK_SAFE)
-        return _make_zset(zpairs, big)
-    if t in (T_HASH_LISTPACK, T_HASH_ZIPLIST):
-        items = (_listpack if t == T_HASH_LISTPACK else _ziplist)(r.string())
-        hp = _pairs(items, "hash", key)
-        return _make_hash(iter(hp), len(hp) > lim.h_entries)
-    if t in (T_ZSET_LISTPACK, T_ZSET_ZIPLIST):
-        items = (_listpack if t == T_ZSET_LISTPACK else _ziplist)(r.string())
-        zp = [(m, _score(s)) for m, s in _pairs(items, "sorted set", key)]
-        return _make_zset(zp, len(zp) > lim.z_entries)
+def _read_value(r: Reader, t: int, key: bytes, server: Server, has_ttl: bool) -> Any:
+    """The value of type byte t, as its type loads it (None: Valkey drops it)."""
+    vt = BY_RDB_TYPE.get(t)
+    if vt is not None:
+        return vt.rdb_load(r, t, key, server, has_ttl)
     name = TYPE_NAMES.get(t)
     if name is None:
         raise RdbError(f"unknown value type {t} at offset {r.p - 1}")
     raise RdbError(f"key {key!r} holds a {name} (RDB type {t}), a type this server does not "
                    "serve; remove it from the source server or load the file into Valkey")
-
-
-def _fit_string(key: bytes, v: bytes, has_ttl: bool) -> bytes | bytearray:
-    """A loaded string as Valkey's object ends up: embstr or raw by size,
-    and raw when an expire is attached under a long key."""
-    out = stored(key, v, False)
-    if has_ttl and type(out) is bytes and len(key) >= 108 and not is_int_text(out):
-        return bytearray(out)
-    return out
 
 
 def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
@@ -316,9 +182,8 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
     if version < 1 or version > limit:
         raise RdbError(f"can't handle RDB format version {version}")
     res.version = version
-    r = _Reader(data)
+    r = Reader(data)
     r.p = start
-    lim = _Limits(server)
     now = server.clock.ms()
     ndbs = len(server.dbs)
     cur: tuple[dict[bytes, Any], dict[bytes, int]] | None = None
@@ -374,8 +239,8 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
             if cur is None:
                 cur = res.dbs.setdefault(0, ({}, {}))
             key = r.string()
-            value = _read_value(r, op, key, lim)
-            if (type(value) is Hash or type(value) is ZSet) and not value:
+            value = _read_value(r, op, key, server, expire is not None)
+            if value is None:
                 expire = None
                 continue  # Valkey drops empty containers on load
             if expire is not None and expire < now:
@@ -384,8 +249,6 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
                 continue
             if key in cur[0]:
                 raise RdbError(f"duplicate key {key!r} at offset {at}")
-            if op == T_STRING:
-                value = _fit_string(key, value, expire is not None)
             cur[0][key] = value
             if expire is not None:
                 cur[1][key] = expire
