@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def find_cycle(g: dict[str, dict[str, int]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(g[n]):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return [*stack[stack.index(m):], m]
             if m not in state:
                 found = visit(m)
                 if found:
@@ -177,7 +178,7 @@ def test_every_module_has_a_layer() -> None:
 def test_no_import_cycle() -> None:
     g = graph()
     cycle = find_cycle(g)
-    assert cycle is None, "an import cycle:\n  " + "\n  ".join(_at(g, a, b) for a, b in zip(cycle, cycle[1:]))
+    assert cycle is None, "an import cycle:\n  " + "\n  ".join(_at(g, a, b) for a, b in itertools.pairwise(cycle))
 
 
 def test_nothing_below_commands_imports_a_command_module() -> None:
