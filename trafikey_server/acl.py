@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from .errors import CommandError
 from .glob import match
 from .keyspecs import extract, has_keys
+from .kill import kill_client
 
 if TYPE_CHECKING:
     from .client import Client
@@ -474,8 +475,6 @@ class Acl:
     def delete(self, names: Sequence[bytes], current: Client) -> int:
         if b"default" in names:
             raise CommandError(b"ERR The 'default' user cannot be removed")
-        from .commands.client import _kill
-
         n = 0
         for name in names:
             u = self.users.pop(name, None)
@@ -488,7 +487,7 @@ class Acl:
                     c.user = b"default"
                     c.authenticated = False
                     refresh(c)
-                    _kill(current, c)
+                    kill_client(current, c)
         return n
 
     def changed(self) -> None:

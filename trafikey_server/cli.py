@@ -7,6 +7,7 @@ import sys
 from . import __version__
 from .buildinfo import version_line
 from .config import ConfigError, parse_args
+from .persist.check import check_aof, check_rdb
 from .server import run
 
 USAGE = """Usage: trafikey-server [/path/to/trafikey.conf] [options]
@@ -48,8 +49,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(args: list[str]) -> int:
     """valkey-check-aof / valkey-check-rdb: the same words and exit codes."""
-    from .persist.check import check_aof, check_rdb
-
     rest = args[1:]
     fix = "--fix" in rest
     files = [a for a in rest if a != "--fix"]

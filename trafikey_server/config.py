@@ -27,6 +27,7 @@ from typing import Any
 from . import notify
 from .confsyntax import split_args
 from .floats import parse_double
+from .log import LEVELS
 from .parsing import to_int
 
 
@@ -341,9 +342,25 @@ def _shutdown_flags(v: str) -> str | None:
     return None
 
 
-def _apply_loglevel(server: Any, value: str) -> None:
-    from .log import LEVELS
+# What CONFIG SET does for an option whose effect lives in a module that
+# sits above this one (limits, persistence, ...): that module registers it
+# with ``register_apply`` when it is imported, so this one never imports it.
+_APPLY: dict[str, Callable[[Any, Any], None]] = {}
 
+
+def register_apply(name: str, fn: Callable[[Any, Any], None]) -> None:
+    """Have CONFIG SET of option ``name`` call ``fn(server, value)``."""
+    _APPLY[name] = fn
+
+
+def _registered(name: str) -> Callable[[Any, Any], None]:
+    def apply(server: Any, value: Any) -> None:
+        _APPLY[name](server, value)
+
+    return apply
+
+
+def _apply_loglevel(server: Any, value: str) -> None:
     server.log.level = LEVELS[value]
 
 
@@ -351,28 +368,10 @@ def _apply_limits(server: Any, value: int) -> None:
     server.refresh_limits()
 
 
-def _apply_appendonly(server: Any, value: bool) -> None:
-    from .persist.commands import apply_appendonly
-
-    apply_appendonly(server, value)
-
-
-def _apply_maxmemory(server: Any, value: int) -> None:
-    from .limits import apply_maxmemory
-
-    apply_maxmemory(server, value)
-
-
-def _apply_proto_max_bulk_len(server: Any, value: int) -> None:
-    from .limits import apply_proto_max_bulk_len
-
-    apply_proto_max_bulk_len(server, value)
-
-
-def _apply_obuf(server: Any, value: str) -> None:
-    from .limits import apply_obuf
-
-    apply_obuf(server, value)
+_apply_appendonly = _registered("appendonly")
+_apply_maxmemory = _registered("maxmemory")
+_apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
+_apply_obuf = _registered("client-output-buffer-limit")
 
 
 def _apply_requirepass(server: Any, value: str) -> None:

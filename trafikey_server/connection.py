@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import hiredis
 
 from .client import Client
+from .commands.client import log_info
 from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
 from .limits import admit, check_output, obuf_class, query_buffer_exceeded
@@ -45,7 +46,7 @@ RETAIN_LIMIT = 1 << 22
 # Two patterns, each led by a literal byte that re's prefix scan finds fast,
 # cost a quarter of one alternation on a typical pipelined read.
 _HUGE_COUNT = re.compile(rb"\*\d{6}").search
-_HUGE_BULK = re.compile(rb"\$\d{9}").search
+# (The bulk-length pattern, sized to proto-max-bulk-len, is limits.huge_bulk_pattern.)
 # hiredis also allocates RESP3 sets ('~'), pushes ('>') and attributes ('|')
 # eagerly, and a request may not hold one at all: a read with one of these
 # bytes before a long number goes to the exact parser too. The membership
@@ -74,13 +75,6 @@ _LONE_CR = re.compile(rb"\r[^\n]").search
 # Enough bytes either side of a read boundary to hold any length that is
 # too long but not already visible whole on one side.
 _TAIL = 12
-
-
-def huge_bulk_pattern(limit: int) -> Any:
-    """A length with as many digits as proto-max-bulk-len may be over it:
-    such a read goes to the exact parser (``Server.huge_bulk``)."""
-    digits = len(str(limit))
-    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
 
 
 def _split_length(window: bytes, huge_bulk: Any) -> bool:
@@ -148,8 +142,6 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client
         if c is not None and not c.closing and self.server.log.level <= VERBOSE:
-            from .commands.client import log_info
-
             self.server.log.verbose(f"Client closed connection {log_info(c)}")
         if c is not None:
             c.unwatch()
@@ -218,8 +210,6 @@ class Connection(asyncio.Protocol):
         log = self.server.log
         if log.level > VERBOSE or self.client is None:
             return
-        from .commands.client import log_info
-
         if msg == "unbalanced quotes in request":
             msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
         log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")

@@ -21,6 +21,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .memory import PAGE as _PAGE
+from .memory import STARTUP_RSS as _STARTUP_RSS
+from .memory import peak as _peak
+from .memory import rss as _rss
+from .persist.commands import aof_fields, aof_size_fields
+from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+
 if TYPE_CHECKING:
     from .server import Server
 
@@ -35,22 +42,6 @@ ORDER = ("server", "tls", "clients", "memory", "persistence", "stats", "replicat
 ALL = tuple(s for s in ORDER if s != "debug")
 TITLES = {"cpu": "CPU", "tls": "TLS", "cluster_info": "Cluster Info", "scriptingengines": "Scripting Engines"}
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _rss() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except OSError:  # pragma: no cover - not Linux
-        return _peak()
-
-
-def _peak() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-_STARTUP_RSS = _rss()
 
 
 def human(n: int) -> str:
@@ -68,8 +59,6 @@ def _f32(x: float) -> float:
 
 
 def _server(s: Server) -> Fields:
-    from .server import REDIS_COMPAT_VERSION, VALKEY_VERSION
-
     cfg = s.config
     up = int(time.monotonic() - s.started_mono)
     port = s.ports[0] if s.ports else cfg.port
@@ -155,8 +144,6 @@ def _memory(s: Server) -> Fields:
 
 
 def _persistence(s: Server) -> Fields:
-    from .persist.commands import aof_fields, aof_size_fields
-
     snap = s.snapshots
     now = time.time()
     return [

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from .info import _rss
+from .config import register_apply
+from .memory import rss as _rss
 
 if TYPE_CHECKING:
     from .client import Client
@@ -149,9 +151,18 @@ def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | Non
         conn.transport.abort()
 
 
-def apply_proto_max_bulk_len(server: Server, value: int) -> None:
-    from .connection import huge_bulk_pattern
+# A read holding a bulk length of the default limit's digit count (512 MB has 9).
+_HUGE_BULK = re.compile(rb"\$\d{9}").search
 
+
+def huge_bulk_pattern(limit: int) -> Any:
+    """A length with as many digits as proto-max-bulk-len may be over it:
+    such a read goes to the exact parser (``Server.huge_bulk``)."""
+    digits = len(str(limit))
+    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
+
+
+def apply_proto_max_bulk_len(server: Server, value: int) -> None:
     server.huge_bulk = huge_bulk_pattern(value)
 
 
@@ -214,3 +225,8 @@ def cron(server: Server) -> None:
             server.obuf_watch.discard(conn)
             continue
         check_output(conn, c, obuf_class(server, c))
+
+
+register_apply("maxmemory", apply_maxmemory)
+register_apply("proto-max-bulk-len", apply_proto_max_bulk_len)
+register_apply("client-output-buffer-limit", apply_obuf)

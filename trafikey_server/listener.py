@@ -14,11 +14,17 @@ import asyncio
 import socket
 from typing import TYPE_CHECKING, Any
 
+from .connection import Connection
+
 if TYPE_CHECKING:
     from .server import Server
 
 
 class Listener:
+    # What an accepted socket is served by; the busy-script loop, which sits
+    # below the network code, accepts through it too.
+    connection_class = Connection
+
     def __init__(self, server: Server, host: str, port: int, backlog: int) -> None:
         self.server = server
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -56,8 +62,6 @@ class Listener:
         return conn
 
     def accept_ready(self) -> None:
-        from .connection import Connection
-
         loop = self.loop
         assert loop is not None
         for _ in range(1000):  # what is waiting, within reason per turn

@@ -17,6 +17,8 @@ import copy
 import time
 from typing import TYPE_CHECKING, Any
 
+from .limits import apply_maxmemory
+
 if TYPE_CHECKING:
     from .client import Client
     from .connection import Connection
@@ -64,8 +66,6 @@ class Pause:
         self.end = 0.0
         self.all = False
         server = self.server
-        from .limits import apply_maxmemory
-
         apply_maxmemory(server, server.maxmemory)  # the table it serves unpaused
         waiting, self.waiting = self.waiting, []
         # As Valkey unblocks them: after the current command has answered.

@@ -15,24 +15,33 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, limits
+from . import __version__, limits, valuetypes
+from .acl import Acl
 from .clock import Clock
 from .config import Config
 from .db import Db
 from .listener import Listener
 from .log import Log
 from .notify import Notify
+from .observe import Observer
+from .pause import Pause
+from .persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
+from .persist.snapshot import Snapshots
+from .persist.startup import load_at_startup, stop_logging
 from .pubsub import PubSub
 from .registry import Table, default_table
+from .scripting.busy import Busy
+from .scripting.engine import Engine
+from .scripting.library import Libraries
+from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
     from .client import Client
     from .connection import Connection
 
-VALKEY_VERSION = "9.1.2"
-REDIS_COMPAT_VERSION = "7.2.4"
+__all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
 
 
@@ -54,8 +63,6 @@ class Server:
         self.notify.configure(config.values["notify-keyspace-events"])
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
-        from .acl import Acl
-
         # Users and permissions; requirepass is the default user's password.
         self.acl = Acl(self)
         self._next_id = 0
@@ -71,18 +78,13 @@ class Server:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
         self.ports: list[int] = []
-        from .scripting.busy import Busy
-        from .scripting.engine import Engine
-
-        self.scripting = Engine(self)
+        self.scripting = Engine(self, Libraries)
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
-        from .persist.snapshot import Snapshots
-
         self.snapshots = Snapshots(self)
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
         # feeds it each write's effects. None costs a write one check.
@@ -107,11 +109,7 @@ class Server:
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
-        from .observe import Observer
-
         self.observer = Observer(self)
-        from .pause import Pause
-
         self.pause = Pause(self)
         self.pubsub = PubSub(self)
 
@@ -119,8 +117,10 @@ class Server:
         """The listpack thresholds the hash and sorted-set writes consult,
         kept as attributes so a write reads them without a config lookup."""
         v = self.config.values
-        self.hash_limits = (v.get("hash-max-listpack-entries", 512), v.get("hash-max-listpack-value", 64))
-        self.zset_limits = (v.get("zset-max-listpack-entries", 128), v.get("zset-max-listpack-value", 64))
+        for vt in valuetypes.registered():
+            if vt.listpack_limits is not None:
+                attr, entries, value = vt.listpack_limits
+                setattr(self, attr, (v[entries], v[value]))
 
     # -- clients -------------------------------------------------------------
 
@@ -167,8 +167,6 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
-        from .persist.startup import load_at_startup
-
         # Valkey's start-up lines, in its words where they apply.
         self.log.notice("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
         self.log.notice(f"trafikey-server version={self.version}, valkey-compat={VALKEY_VERSION}, bits=64, "
@@ -255,8 +253,6 @@ class Server:
         for lst in self.listeners:
             lst.close()
         if self.aof is not None:
-            from .persist.startup import stop_logging
-
             stop_logging(self)  # everything logged is flushed and fsynced before exit
         for conn in list(self.connections.values()):
             if conn.transport is not None:

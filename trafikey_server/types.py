@@ -1,14 +1,14 @@
-"""The value types a key can hold, and their names as TYPE reports them.
+"""The hash's class, and the classes of strings.
 
 A string is ``bytes`` (or ``bytearray`` once APPEND/SETRANGE grew it in
 place, which Valkey reports as the ``raw`` encoding); a hash is ``Hash``; a
 sorted set is ``ZSet`` (see ``zset.py``). Handlers test ``type(v) is X``:
-exact type checks are the cheapest dispatch Python has.
+exact type checks are the cheapest dispatch Python has. What the server
+knows of each type beyond its commands (its TYPE name, encodings,
+persistence, ...) is its record in ``valuetypes.py``.
 """
 
 from __future__ import annotations
-
-from .zset import ZSet
 
 
 class Hash(dict):  # type: ignore[type-arg]
@@ -23,14 +23,3 @@ class Hash(dict):  # type: ignore[type-arg]
 
 
 STRING_TYPES = (bytes, bytearray)
-
-
-def type_name(v: object) -> bytes:
-    t = type(v)
-    if t is bytes or t is bytearray:
-        return b"string"
-    if t is Hash:
-        return b"hash"
-    if t is ZSet:
-        return b"zset"
-    return b"none"

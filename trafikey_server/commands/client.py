@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import CommandError, syntax
+from ..kill import kill_client as _kill
 from ..parsing import to_int
 from ..resp import OK, array, bulk, integer
 from .connection import set_client_name
@@ -497,23 +498,6 @@ def client_list(c: Client, argv: list[bytes]) -> bytes:
 
 
 # -- KILL -------------------------------------------------------------------------------
-
-
-def _kill(c: Client, victim: Client) -> None:
-    """Close a connection. The caller itself gets its reply first and is
-    closed after it, as Valkey does. Another victim is gone at once, as
-    Valkey frees it in the command: a later CLIENT LIST or KILL in the same
-    pipeline no longer sees it, and its unsent replies are dropped."""
-    if victim is c:
-        c.closing = True
-        c.close_after_reply = True
-        return
-    victim.closing = True
-    conn = c.server.connections.get(victim.id)
-    if conn is not None and conn.transport is not None:
-        conn.transport.abort()
-    victim.unwatch()
-    c.server.client_disconnected(conn, victim)
 
 
 def client_kill(c: Client, argv: list[bytes]) -> bytes:

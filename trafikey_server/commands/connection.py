@@ -8,6 +8,7 @@ from ..acl import refresh
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, PONG, bulk
+from ..versions import VALKEY_VERSION
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -121,8 +122,6 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
 
 
 def hello_reply(c: Client) -> bytes:
-    from ..server import VALKEY_VERSION
-
     r = c.r
     lua = r.map([
         (bulk(b"name"), bulk(b"lua")),

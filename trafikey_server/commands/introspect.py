@@ -13,10 +13,14 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import CommandError, syntax
+from ..memory import STARTUP_RSS as _STARTUP_RSS
+from ..memory import peak as _peak
+from ..memory import rss as _rss
 from ..parsing import to_int
 from ..resp import OK, array, bulk, bulks, integer
-from ..types import Hash
-from ..zset import ZSet
+from ..valuetype import alloc_size as _alloc
+from ..valuetype import sds_size as _sds
+from ..valuetypes import of
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -216,37 +220,13 @@ def memory_help(c: Client, argv: list[bytes]) -> bytes:
     return _MEMORY_HELP
 
 
-def _alloc(n: int) -> int:
-    """The size class jemalloc rounds an allocation of n bytes up to."""
-    if n <= 8:
-        return 8
-    if n <= 128:
-        return (n + 15) // 16 * 16
-    step = 1 << (n.bit_length() - 3)
-    return (n + step - 1) // step * step
-
-
-def _sds(n: int) -> int:
-    return n + (3 if n < 256 else 5 if n < 65536 else 9) + 1
-
-
 def estimate(key: bytes, value: object, samples: int) -> int:
     """Bytes Valkey would spend on the key and its value: the object with
     its embedded key, and for a collection the average of the first
     ``samples`` elements times their number, as objectComputeSize samples."""
     head = _alloc(16 + 8 + _sds(len(key)))
-    if isinstance(value, (bytes, bytearray)):
-        n = len(value)
-        return head + (0 if n <= 20 and value.lstrip(b"-").isdigit() else _alloc(_sds(n)))
-    if type(value) is Hash:
-        items = list(value.items())[:samples]
-        per = sum(_alloc(_sds(len(f))) + _alloc(_sds(len(v))) + 16 for f, v in items) / max(len(items), 1)
-        return head + 64 + int(per * len(value))
-    if type(value) is ZSet:
-        members = list(value.scores)[:samples]
-        per = sum(_alloc(_sds(len(m))) + 8 + 48 for m in members) / max(len(members), 1)
-        return head + 128 + int(per * len(value))
-    return head
+    vt = of(value)
+    return head if vt is None else head + vt.memory(value, samples)
 
 
 def memory_usage(c: Client, argv: list[bytes]) -> bytes:
@@ -272,8 +252,6 @@ def memory_usage(c: Client, argv: list[bytes]) -> bytes:
 
 
 def memory_stats(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import _STARTUP_RSS, _peak, _rss
-
     s = c.server
     rss = _rss()
     peak = max(_peak(), rss)
@@ -318,8 +296,6 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
 
 
 def memory_doctor(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import _rss
-
     if _rss() < 5 * 1024 * 1024:
         text = (b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
                 b"used in these conditions. Please, leave for your mission on Earth and fill it with some data. "

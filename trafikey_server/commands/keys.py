@@ -35,7 +35,6 @@ policy it answers 5, Valkey's counter for a key just written.
 
 from __future__ import annotations
 
-import copy as _copy
 import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -44,9 +43,10 @@ from ..errors import CommandError, not_integer, syntax
 from ..glob import matcher
 from ..parsing import LLONG_MAX, parse_int, to_int
 from ..resp import OK, ONE, ZERO, bulk, bulks, integer, status
-from ..types import Hash, type_name
+from ..strtype import before_expire, carry_float_int, rekeyed
+from ..valuetypes import BY_NAME, of, type_name
 from .hash import parse_cursor
-from .strings import before_expire, carry_float_int, encoding, option, rekeyed
+from .strings import option
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -319,17 +319,7 @@ def _db_index(c: Client, b: bytes) -> Db:
 
 def _clone(value: Any) -> Any:
     """A copy that shares nothing mutable with value (COPY's dup functions)."""
-    t = value.__class__
-    if t is bytes:
-        return value
-    if t is bytearray:
-        return bytearray(value)
-    if t is Hash:
-        h = Hash()
-        h.update(value)
-        h.big = value.big
-        return h
-    return _copy.deepcopy(value)
+    return of(value).copy(value)  # type: ignore[union-attr]
 
 
 def copy(c: Client, argv: list[bytes]) -> bytes:
@@ -388,6 +378,7 @@ def move(c: Client, argv: list[bytes]) -> bytes:
 
 # -- SCAN ------------------------------------------------------------------------------
 
+# The names Valkey knows (a type not served here matches nothing), and any served type.
 _TYPE_NAMES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
 # Snapshots kept for iterations in progress: at most this many, and at most
 # this many key references in all (8 bytes each), least recently used
@@ -470,7 +461,7 @@ def _scan_options(argv: list[bytes]) -> tuple[int, bytes | None, bytes | None]:
         elif opt == b"type" and more:
             name = _cstr(argv[i + 1])
             want_type = name.lower()
-            if want_type not in _TYPE_NAMES:
+            if want_type not in _TYPE_NAMES and want_type not in BY_NAME:
                 raise CommandError(b"ERR unknown type name '%s'" % name)
             i += 2
         elif opt == b"novalues":
@@ -530,12 +521,7 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _encoding(c: Client, key: bytes, v: Any) -> bytes:
-    t = v.__class__
-    if t is bytes or t is bytearray:
-        return encoding(c.db, key, v)
-    if t is Hash:
-        return b"hashtable" if v.big else b"listpack"
-    return b"skiplist" if getattr(v, "big", False) else b"listpack"
+    return of(v).encoding(c.db, key, v)  # type: ignore[union-attr]
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:

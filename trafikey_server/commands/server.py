@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING, Any
 from .. import commandinfo, glob, keyspecs
 from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
+from ..info import render
 from ..parsing import to_int
+from ..persist.rdb import RdbError, install, parse
 from ..resp import OK, array, bulk, bulks, integer, status
+from ..rewrite import NO_FILE, rewrite
+from ..valuetypes import of
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -234,8 +238,6 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
 
 def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
     """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty, load the file back."""
-    from ..persist.rdb import RdbError, install, parse
-
     flush = do_save = True
     merge = False
     for a in argv[2:]:
@@ -275,14 +277,8 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
 def _digest_value(v: object) -> bytes:
     """A stable rendering of a value: container contents in sorted order so
     the digest does not depend on insertion history."""
-    if isinstance(v, (bytes, bytearray)):
-        return b"s" + bytes(v)
-    scores = getattr(v, "scores", None)
-    if scores is not None:
-        return b"z" + b"\0".join(m + b"\1" + repr(s).encode() for m, s in sorted(scores.items()))
-    if isinstance(v, dict):
-        return b"h" + b"\0".join(k + b"\1" + bytes(x) for k, x in sorted(v.items()))
-    return repr(v).encode()
+    vt = of(v)
+    return repr(v).encode() if vt is None else vt.digest(v)
 
 
 def _digest(c: Client) -> bytes:
@@ -421,8 +417,6 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
 
 
 def config_rewrite(c: Client, argv: list[bytes]) -> bytes:
-    from ..rewrite import NO_FILE, rewrite
-
     cfg = c.server.config
     if not cfg.file:
         raise CommandError(f"ERR {NO_FILE}")
@@ -462,7 +456,5 @@ def config(c: Client, argv: list[bytes]) -> bytes:
 
 
 def info(c: Client, argv: list[bytes]) -> bytes:
-    from ..info import render
-
     text = render(c.server, [a.decode(errors="replace") for a in argv[1:]]).encode()
     return c.r.verbatim(text)

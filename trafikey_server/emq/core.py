@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..commands.strings import FLOAT_INTS, forget_float_int
 from ..errors import CommandError, not_integer, wrong_args
 from ..parsing import LLONG_MAX, to_int
 from ..resp import array_header, bulk
+from ..strtype import FLOAT_INTS, forget_float_int
 from ..types import Hash
 from ..zset import ZSet
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import manifest as mf
 from .effects import Rule, rule_for
+from .rewrite import Rewriter, write_snapshot
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -75,8 +76,6 @@ class Aof:
         self.fsyncs = 0
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
-        from .rewrite import Rewriter
-
         self.rewriter = Rewriter(self)
 
     # -- opening ---------------------------------------------------------------------
@@ -91,8 +90,6 @@ class Aof:
             manifest = manifest or mf.Manifest()
             base = manifest.new_base_name(self.filename)
             log.notice(f"Creating AOF base file {base.name} on server start")
-            from .rewrite import write_snapshot
-
             path = os.path.join(self.dirname, base.name)
             write_snapshot(self.server, path)
             manifest.base = base

@@ -14,23 +14,22 @@ import os
 import sys
 from typing import TextIO
 
+from ..config import parse_args
+from ..server import Server
+from . import manifest as mf
 from .aofload import _Garbage, _records, _Truncated
+from .rdb import RdbError, parse
 
 RDB_SIGNATURES = (b"REDIS", b"VALKEY")
 
 
-def _server():  # type: ignore[no-untyped-def]
+def _server() -> Server:
     """A server that is never started: the RDB reader wants its limits."""
-    from ..config import parse_args
-    from ..server import Server
-
     return Server(parse_args(["--databases", "16"]))
 
 
 def _rdb_end(data: bytes) -> tuple[int, str | None, int]:
     """(end of the RDB part, error or None, keys read), as the server's reader sees it."""
-    from .rdb import RdbError, parse
-
     try:
         res = parse(_server(), data)
         return len(data), None, res.keys_loaded
@@ -194,8 +193,6 @@ def _is_rdb(path: str) -> bool:
 
 
 def check_aof(path: str, fix: bool = False, out: TextIO = sys.stdout, confirm: TextIO = sys.stdin) -> int:
-    from . import manifest as mf
-
     results = {"ok": "is valid", "empty": "is empty", "truncated": None}
 
     def report(kind: str, name: str, res: str) -> None:

@@ -6,7 +6,12 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..config import register_apply
 from ..errors import CommandError
+from . import manifest as mf
+from .aof import Aof
+from .oneoff import rewrite_once
+from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -21,8 +26,6 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     if aof is None:
         # Valkey rewrites even with appendonly off: a base file and a
         # manifest naming only it, written by a child as with the log on.
-        from .oneoff import rewrite_once
-
         rewrite_once(server)
         return STARTED
     if aof.rewriter.child_pid:
@@ -38,8 +41,6 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
 def apply_appendonly(server: Any, value: bool) -> None:
     """CONFIG SET appendonly: on starts the log with a rewrite of the
     keyspace (the new base), off flushes and closes it."""
-    from .startup import start_logging, stop_logging
-
     if server.loop is None:
         return  # before start-up the option is only read
     if not value:
@@ -47,9 +48,6 @@ def apply_appendonly(server: Any, value: bool) -> None:
         return
     if server.aof is not None:
         return
-    from . import manifest as mf
-    from .aof import Aof
-
     aof = Aof(server)
     old = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX))
     fresh = mf.Manifest()
@@ -86,3 +84,6 @@ def aof_fields(s: Server) -> list[tuple[str, Any]]:
 
 def aof_size_fields(s: Server) -> list[tuple[str, Any]]:
     return [] if s.aof is None else list(s.aof.info().items())
+
+
+register_apply("appendonly", apply_appendonly)

@@ -8,14 +8,13 @@ import os
 from typing import TYPE_CHECKING
 
 from . import manifest as mf
+from .rewrite import write_snapshot
 
 if TYPE_CHECKING:
     from ..server import Server
 
 
 def rewrite_once(server: Server) -> None:
-    from .rewrite import write_snapshot
-
     cfg = server.config.values
     dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
     filename = cfg.get("appendfilename", "appendonly.aof")

@@ -7,7 +7,9 @@ otherwise raw, never LZF-compressed), hashes as ``RDB_TYPE_HASH``, sorted
 sets as ``RDB_TYPE_ZSET_2`` (binary doubles), expiry in milliseconds,
 SELECTDB / RESIZEDB and the usual aux fields, closed by the CRC-64 of the
 whole file. The reader decides each value's encoding the way Valkey does
-while loading, so OBJECT ENCODING answers alike after a restart.
+while loading, so OBJECT ENCODING answers alike after a restart. A value's
+own bytes are its type's business (``ValueType.rdb_save`` / ``rdb_load``,
+found in ``valuetypes.py``); this module frames the file around them.
 
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
@@ -24,17 +26,16 @@ it was.
 from __future__ import annotations
 
 import heapq
-import math
 import os
 import struct
 import time
-from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from ..commands.strings import is_int_text, stored
-from ..parsing import to_int
-from ..types import Hash
-from ..zset import ZSet
+from ..memory import peak as _used_memory
+from ..rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_len, encode_string
+from ..strtype import FLOAT_INTS
+from ..valuetypes import BY_CLASS, BY_RDB_TYPE
+from ..versions import REDIS_COMPAT_VERSION
 from .crc64 import update as crc_update
 
 if TYPE_CHECKING:
@@ -46,10 +47,6 @@ MAGIC = b"REDIS%04d" % RDB_VERSION
 MAX_REDIS_VERSION = 11
 MAX_VALKEY_VERSION = 80
 
-# Value types.
-T_STRING, T_LIST, T_SET, T_ZSET, T_HASH, T_ZSET_2 = 0, 1, 2, 3, 4, 5
-T_HASH_ZIPMAP, T_ZSET_ZIPLIST, T_HASH_ZIPLIST = 9, 12, 13
-T_HASH_LISTPACK, T_ZSET_LISTPACK, T_HASH_2 = 16, 17, 22
 TYPE_NAMES = {
     0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module", 7: "module",
     9: "hash (zipmap)", 10: "list (ziplist)", 11: "set (intset)", 12: "zset (ziplist)",
@@ -63,76 +60,19 @@ OP_SLOT_IMPORT, OP_SLOT_INFO, OP_FUNCTION2, OP_FUNCTION_PRE_GA = 243, 244, 245, 
 OP_MODULE_AUX, OP_IDLE, OP_FREQ, OP_AUX = 247, 248, 249, 250
 OP_RESIZEDB, OP_EXPIRETIME_MS, OP_EXPIRETIME, OP_SELECTDB, OP_EOF = 251, 252, 253, 254, 255
 
-_ENC_INT8, _ENC_INT16, _ENC_INT32, _ENC_LZF = 0, 1, 2, 3
-_INT32 = (-(2**31), 2**31 - 1)
-_PACK_DOUBLE = struct.Struct("<d").pack
-_UNPACK_DOUBLE = struct.Struct("<d").unpack_from
 _PACK_Q = struct.Struct("<Q").pack
 _PACK_q = struct.Struct("<q").pack
-
-# Valkey's bounds for the listpack encodings, applied as it applies them.
-_LISTPACK_SAFE = 1 << 30
-
-
-class RdbError(Exception):
-    """A file that cannot be loaded; the message says why and where."""
-
-
-class Truncated(RdbError):
-    pass
-
 
 # -- writing ----------------------------------------------------------------------
 
 
-def _len(n: int) -> bytes:
-    if n < 64:
-        return bytes((n,))
-    if n < 16384:
-        return bytes((0x40 | (n >> 8), n & 0xFF))
-    if n <= 0xFFFFFFFF:
-        return b"\x80" + n.to_bytes(4, "big")
-    return b"\x81" + n.to_bytes(8, "big")
-
-
-def _str(s: bytes | bytearray) -> bytes:
-    """A string, integer-encoded when Valkey's rdbTryIntegerEncoding would
-    (a canonical integer of at most 11 characters that fits 32 bits)."""
-    n = len(s)
-    if n <= 11 and n:
-        v = to_int(bytes(s))
-        if v is not None and _INT32[0] <= v <= _INT32[1]:
-            if -128 <= v <= 127:
-                return b"\xc0" + v.to_bytes(1, "little", signed=True)
-            if -32768 <= v <= 32767:
-                return b"\xc1" + v.to_bytes(2, "little", signed=True)
-            return b"\xc2" + v.to_bytes(4, "little", signed=True)
-    return _len(n) + bytes(s)
-
-
 def _aux(name: bytes, value: bytes) -> bytes:
-    return bytes((OP_AUX,)) + _str(name) + _str(value)
+    return bytes((OP_AUX,)) + encode_string(name) + encode_string(value)
 
 
 def _value(v: Any) -> tuple[int, bytes] | None:
-    t = type(v)
-    if t is bytes or t is bytearray:
-        return T_STRING, _str(v)
-    if t is Hash:
-        parts = [_len(len(v))]
-        for f, x in v.items():
-            parts.append(_str(f))
-            parts.append(_str(x))
-        return T_HASH, b"".join(parts)
-    if t is ZSet:
-        parts = [_len(len(v))]
-        # Highest first, as Valkey writes a skiplist: a loader inserting at
-        # the head then builds the list in order.
-        for score, member in reversed(v.index):
-            parts.append(_str(member))
-            parts.append(_PACK_DOUBLE(score))
-        return T_ZSET_2, b"".join(parts)
-    return None
+    vt = BY_CLASS.get(type(v))
+    return None if vt is None else vt.rdb_save(v)
 
 
 class _Sink:
@@ -162,8 +102,6 @@ def write(server: Server, out: IO[bytes]) -> int:
 
     Keys past their expiry are written too (as Valkey does); the loader
     drops them."""
-    from ..server import REDIS_COMPAT_VERSION
-
     values = server.config.values
     sink = _Sink(out, bool(values.get("rdbchecksum", True)))
     w = sink.write
@@ -179,8 +117,8 @@ def write(server: Server, out: IO[bytes]) -> int:
         if not data:
             continue
         expires = db.expires
-        w(bytes((OP_SELECTDB,)) + _len(db.id))
-        w(bytes((OP_RESIZEDB,)) + _len(len(data)) + _len(len(expires)))
+        w(bytes((OP_SELECTDB,)) + encode_len(db.id))
+        w(bytes((OP_RESIZEDB,)) + encode_len(len(data)) + encode_len(len(expires)))
         for key, v in list(data.items()):
             enc = _value(v)
             if enc is None:
@@ -188,7 +126,7 @@ def write(server: Server, out: IO[bytes]) -> int:
             when = expires.get(key) if expires else None
             if when is not None:
                 w(bytes((OP_EXPIRETIME_MS,)) + _PACK_q(when))
-            w(bytes((enc[0],)) + _str(key) + enc[1])
+            w(bytes((enc[0],)) + encode_string(key) + enc[1])
             keys += 1
     w(bytes((OP_EOF,)))
     sink.flush()
@@ -202,15 +140,6 @@ def dump(server: Server) -> bytes:
     buf = io.BytesIO()
     write(server, buf)
     return buf.getvalue()
-
-
-def _used_memory() -> int:
-    try:
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    except (ImportError, OSError):  # pragma: no cover
-        return 0
 
 
 # -- reading ----------------------------------------------------------------------
@@ -227,290 +156,16 @@ class Loaded:
         self.version = 0
 
 
-class _Reader:
-    __slots__ = ("d", "p", "n")
-
-    def __init__(self, data: bytes) -> None:
-        self.d = data
-        self.p = 0
-        self.n = len(data)
-
-    def take(self, k: int) -> bytes:
-        p = self.p
-        if p + k > self.n:
-            raise Truncated(f"unexpected end of file at offset {self.n} (needed {k} bytes at {p}): "
-                            "the file is truncated")
-        self.p = p + k
-        return self.d[p:p + k]
-
-    def byte(self) -> int:
-        p = self.p
-        if p >= self.n:
-            raise Truncated(f"unexpected end of file at offset {p}: the file is truncated")
-        self.p = p + 1
-        return self.d[p]
-
-    def length(self) -> tuple[int, bool]:
-        """A length, or (encoding, True) for a specially encoded string."""
-        b = self.byte()
-        kind = b >> 6
-        if kind == 0:
-            return b & 0x3F, False
-        if kind == 1:
-            return ((b & 0x3F) << 8) | self.byte(), False
-        if kind == 3:
-            return b & 0x3F, True
-        if b == 0x80:
-            return int.from_bytes(self.take(4), "big"), False
-        if b == 0x81:
-            return int.from_bytes(self.take(8), "big"), False
-        raise RdbError(f"unknown length encoding 0x{b:02x} at offset {self.p - 1}")
-
-    def plain_len(self) -> int:
-        n, enc = self.length()
-        if enc:
-            raise RdbError(f"an encoded string where a length was expected at offset {self.p - 1}")
-        return n
-
-    def string(self) -> bytes:
-        n, enc = self.length()
-        if not enc:
-            return self.take(n)
-        if n == _ENC_INT8:
-            return b"%d" % int.from_bytes(self.take(1), "little", signed=True)
-        if n == _ENC_INT16:
-            return b"%d" % int.from_bytes(self.take(2), "little", signed=True)
-        if n == _ENC_INT32:
-            return b"%d" % int.from_bytes(self.take(4), "little", signed=True)
-        if n == _ENC_LZF:
-            at = self.p
-            clen = self.plain_len()
-            ulen = self.plain_len()
-            out = lzf_decompress(self.take(clen), ulen)
-            if len(out) != ulen:
-                raise RdbError(f"LZF data at offset {at} decompresses to {len(out)} bytes, "
-                               f"not the {ulen} announced")
-            return out
-        raise RdbError(f"unknown string encoding {n} at offset {self.p - 1}")
-
-
-def lzf_decompress(src: bytes, ulen: int) -> bytes:
-    """LZF, the compression Valkey applies to strings over 20 bytes."""
-    out = bytearray()
-    i = 0
-    n = len(src)
-    try:
-        while i < n:
-            ctrl = src[i]
-            i += 1
-            if ctrl < 32:
-                out += src[i:i + ctrl + 1]
-                i += ctrl + 1
-                continue
-            length = ctrl >> 5
-            if length == 7:
-                length += src[i]
-                i += 1
-            ref = len(out) - ((ctrl & 0x1F) << 8) - src[i] - 1
-            i += 1
-            length += 2
-            if ref < 0:
-                raise RdbError("LZF back reference before the start of the data")
-            if ref + length <= len(out):
-                out += out[ref:ref + length]
-            else:
-                for k in range(length):
-                    out.append(out[ref + k])
-    except IndexError:
-        raise RdbError("LZF data ends inside a sequence") from None
-    if len(out) > ulen:
-        raise RdbError("LZF data longer than announced")
-    return bytes(out)
-
-
-def _listpack(blob: bytes) -> list[bytes]:
-    """The entries of a listpack, each as Valkey would print it."""
-    if len(blob) < 7:
-        raise RdbError("listpack shorter than its header")
-    total = int.from_bytes(blob[0:4], "little")
-    if total != len(blob) or blob[-1] != 0xFF:
-        raise RdbError("listpack size or terminator does not match")
-    out: list[bytes] = []
-    p = 6
-    end = len(blob) - 1
-    while p < end:
-        b = blob[p]
-        if b < 0x80:
-            out.append(b"%d" % b)
-            size = 1
-        elif b < 0xC0:
-            n = b & 0x3F
-            out.append(blob[p + 1:p + 1 + n])
-            size = 1 + n
-        elif b < 0xE0:
-            v = ((b & 0x1F) << 8) | blob[p + 1]
-            out.append(b"%d" % (v - 8192 if v >= 4096 else v))
-            size = 2
-        elif b < 0xF0:
-            n = ((b & 0x0F) << 8) | blob[p + 1]
-            out.append(blob[p + 2:p + 2 + n])
-            size = 2 + n
-        elif b == 0xF0:
-            n = int.from_bytes(blob[p + 1:p + 5], "little")
-            out.append(blob[p + 5:p + 5 + n])
-            size = 5 + n
-        elif b in (0xF1, 0xF2, 0xF3, 0xF4):
-            k = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}[b]
-            out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + k], "little", signed=True))
-            size = 1 + k
-        else:
-            raise RdbError(f"bad listpack entry encoding 0x{b:02x}")
-        back = 1 if size < 128 else 2 if size < 16384 else 3 if size < 2097152 else 4 if size < 268435456 else 5
-        p += size + back
-    if p != end:
-        raise RdbError("listpack entries overrun its end")
-    return out
-
-
-def _ziplist(blob: bytes) -> list[bytes]:
-    """The entries of a ziplist (files from Redis before 7)."""
-    if len(blob) < 11 or blob[-1] != 0xFF:
-        raise RdbError("ziplist size or terminator does not match")
-    out: list[bytes] = []
-    p = 10
-    end = len(blob) - 1
-    while p < end:
-        p += 5 if blob[p] == 0xFE else 1  # previous entry length
-        b = blob[p]
-        kind = b >> 6
-        if kind == 0:
-            n = b & 0x3F
-            out.append(blob[p + 1:p + 1 + n])
-            p += 1 + n
-        elif kind == 1:
-            n = ((b & 0x3F) << 8) | blob[p + 1]
-            out.append(blob[p + 2:p + 2 + n])
-            p += 2 + n
-        elif kind == 2:
-            n = int.from_bytes(blob[p + 1:p + 5], "big")
-            out.append(blob[p + 5:p + 5 + n])
-            p += 5 + n
-        else:
-            k = {0xC0: 2, 0xD0: 4, 0xE0: 8, 0xF0: 3, 0xFE: 1}.get(b)
-            if k is not None:
-                out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + k], "little", signed=True))
-                p += 1 + k
-            elif 0xF1 <= b <= 0xFD:
-                out.append(b"%d" % ((b & 0x0F) - 1))
-                p += 1
-            else:
-                raise RdbError(f"bad ziplist entry encoding 0x{b:02x}")
-    if p != end:
-        raise RdbError("ziplist entries overrun its end")
-    return out
-
-
-def _score(text: bytes) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise RdbError(f"bad sorted set score {text!r}") from None
-    if math.isnan(v):
-        raise RdbError("a sorted set score is NaN")
-    return v
-
-
-class _Limits:
-    __slots__ = ("h_entries", "h_value", "z_entries", "z_value")
-
-    def __init__(self, server: Server) -> None:
-        self.h_entries, self.h_value = server.hash_limits
-        self.z_entries, self.z_value = server.zset_limits
-
-
-def _make_hash(pairs: Iterator[tuple[bytes, bytes]], big: bool) -> Hash:
-    h = Hash()
-    h.big = big
-    for f, v in pairs:
-        h[f] = v
-    return h
-
-
-def _make_zset(pairs: list[tuple[bytes, float]], big: bool) -> ZSet:
-    z = ZSet()
-    z.big = big
-    for m, s in pairs:
-        z.add(m, s)
-    return z
-
-
-def _pairs(items: list[bytes], what: str, key: bytes) -> list[tuple[bytes, bytes]]:
-    if len(items) % 2:
-        raise RdbError(f"{what} under key {key!r} has an odd number of entries")
-    return list(zip(items[0::2], items[1::2], strict=True))
-
-
-def _read_value(r: _Reader, t: int, key: bytes, lim: _Limits) -> Any:
-    if t == T_STRING:
-        return r.string()
-    if t == T_HASH:
-        n = r.plain_len()
-        pairs = [(r.string(), r.string()) for _ in range(n)]
-        big = n > lim.h_entries or any(len(f) > lim.h_value or len(v) > lim.h_value for f, v in pairs)
-        return _make_hash(iter(pairs), big)
-    if t == T_HASH_2:
-        n = r.plain_len()
-        fields = []
-        for _ in range(n):
-            f, v = r.string(), r.string()
-            ttl = struct.unpack("<q", r.take(8))[0]
-            if ttl != -1:
-                raise RdbError(f"key {key!r}: a hash field with a TTL ({f!r}); this server "
-                               "does not keep per-field expiry")
-            fields.append((f, v))
-        big = n > lim.h_entries or any(len(f) > lim.h_value or len(v) > lim.h_value for f, v in fields)
-        return _make_hash(iter(fields), big)
-    if t in (T_ZSET_2, T_ZSET):
-        n = r.plain_len()
-        zpairs = []
-        maxlen = total = 0
-        for _ in range(n):
-            m = r.string()
-            if t == T_ZSET_2:
-                s = _UNPACK_DOUBLE(r.take(8))[0]
-                if math.isnan(s):
-                    raise RdbError(f"key {key!r}: a sorted set score is NaN")
-            else:
-                k = r.byte()
-                s = (math.nan if k == 253 else math.inf if k == 254 else -math.inf if k == 255
-                     else _score(r.take(k)))
-            zpairs.append((m, s))
-            maxlen = max(maxlen, len(m))
-            total += len(m)
-        big = not (n <= lim.z_entries and maxlen <= lim.z_value and total < _LISTPACK_SAFE)
-        return _make_zset(zpairs, big)
-    if t in (T_HASH_LISTPACK, T_HASH_ZIPLIST):
-        items = (_listpack if t == T_HASH_LISTPACK else _ziplist)(r.string())
-        hp = _pairs(items, "hash", key)
-        return _make_hash(iter(hp), len(hp) > lim.h_entries)
-    if t in (T_ZSET_LISTPACK, T_ZSET_ZIPLIST):
-        items = (_listpack if t == T_ZSET_LISTPACK else _ziplist)(r.string())
-        zp = [(m, _score(s)) for m, s in _pairs(items, "sorted set", key)]
-        return _make_zset(zp, len(zp) > lim.z_entries)
+def _read_value(r: Reader, t: int, key: bytes, server: Server, has_ttl: bool) -> Any:
+    """The value of type byte t, as its type loads it (None: Valkey drops it)."""
+    vt = BY_RDB_TYPE.get(t)
+    if vt is not None:
+        return vt.rdb_load(r, t, key, server, has_ttl)
     name = TYPE_NAMES.get(t)
     if name is None:
         raise RdbError(f"unknown value type {t} at offset {r.p - 1}")
     raise RdbError(f"key {key!r} holds a {name} (RDB type {t}), a type this server does not "
                    "serve; remove it from the source server or load the file into Valkey")
-
-
-def _fit_string(key: bytes, v: bytes, has_ttl: bool) -> bytes | bytearray:
-    """A loaded string as Valkey's object ends up: embstr or raw by size,
-    and raw when an expire is attached under a long key."""
-    out = stored(key, v, False)
-    if has_ttl and type(out) is bytes and len(key) >= 108 and not is_int_text(out):
-        return bytearray(out)
-    return out
 
 
 def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
@@ -527,9 +182,8 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
     if version < 1 or version > limit:
         raise RdbError(f"can't handle RDB format version {version}")
     res.version = version
-    r = _Reader(data)
+    r = Reader(data)
     r.p = start
-    lim = _Limits(server)
     now = server.clock.ms()
     ndbs = len(server.dbs)
     cur: tuple[dict[bytes, Any], dict[bytes, int]] | None = None
@@ -585,8 +239,8 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
             if cur is None:
                 cur = res.dbs.setdefault(0, ({}, {}))
             key = r.string()
-            value = _read_value(r, op, key, lim)
-            if (type(value) is Hash or type(value) is ZSet) and not value:
+            value = _read_value(r, op, key, server, expire is not None)
+            if value is None:
                 expire = None
                 continue  # Valkey drops empty containers on load
             if expire is not None and expire < now:
@@ -595,8 +249,6 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
                 continue
             if key in cur[0]:
                 raise RdbError(f"duplicate key {key!r} at offset {at}")
-            if op == T_STRING:
-                value = _fit_string(key, value, expire is not None)
             cur[0][key] = value
             if expire is not None:
                 cur[1][key] = expire
@@ -635,8 +287,6 @@ def _checksum_state(data: bytes, n: int) -> tuple[bool | None, int]:
 def install(server: Server, res: Loaded) -> None:
     """Put a parsed file's keys into the server's databases (merged into
     what they hold; callers empty them first)."""
-    from ..commands.strings import FLOAT_INTS
-
     for dbid, (data, expires) in res.dbs.items():
         db = server.dbs[dbid]
         if not db.data:

@@ -12,7 +12,8 @@ files stay in the manifest and nothing is lost.
 
 The base is written in RESP command form (as Valkey with
 ``aof-use-rdb-preamble no``): library code as FUNCTION LOAD, then per
-database SELECT, SET / HSET / ZADD (at most 64 items per command, as
+database SELECT, the commands each value type rebuilds its values with
+(``ValueType.aof_rewrite``: SET, HSET, ZADD, at most 64 items per command as
 Valkey's AOF_REWRITE_ITEMS_PER_CMD) and PEXPIREAT. Keys already past their
 expiry are left out.
 """
@@ -23,27 +24,17 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from ..resp import bulks as encode
+from ..valuetypes import BY_CLASS
 from . import manifest as mf
-from .aof import encode
 
 if TYPE_CHECKING:
     from ..server import Server
     from .aof import Aof
 
-ITEMS_PER_CMD = 64
-
-
-def _score(s: float) -> bytes:
-    if s.is_integer() and abs(s) < 2**53:
-        return b"%d" % s
-    return repr(s).encode()
-
 
 def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
     """The keyspace as commands, in chunks of bytes."""
-    from ..types import Hash
-    from ..zset import ZSet
-
     libs = server.scripting.libraries.libraries
     for lib in libs.values():
         yield encode([b"FUNCTION", b"LOAD", lib.code])
@@ -58,23 +49,9 @@ def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
             when = exp.get(key)
             if when is not None and when < now:
                 continue
-            t = type(v)
-            if t is bytes or t is bytearray:
-                out.append(encode([b"SET", key, bytes(v)]))
-            elif t is Hash:
-                items = list(v.items())
-                for i in range(0, len(items), ITEMS_PER_CMD):
-                    argv = [b"HSET", key]
-                    for f, val in items[i:i + ITEMS_PER_CMD]:
-                        argv += (f, bytes(val))
-                    out.append(encode(argv))
-            elif t is ZSet:
-                items = list(v.index)
-                for i in range(0, len(items), ITEMS_PER_CMD):
-                    argv = [b"ZADD", key]
-                    for s, m in items[i:i + ITEMS_PER_CMD]:
-                        argv += (_score(s), m)
-                    out.append(encode(argv))
+            vt = BY_CLASS.get(type(v))
+            if vt is not None:
+                out.extend(encode(argv) for argv in vt.aof_rewrite(key, v))
             if when is not None:
                 out.append(encode([b"PEXPIREAT", key, b"%d" % when]))
             if len(out) >= 1024:

@@ -119,8 +119,6 @@ class Busy:
 
     def serve(self, run: Run) -> None:
         """One turn of the busy loop: serve what is ready, wait for nothing."""
-        from ..connection import Connection
-
         server = self.server
         server.busy_run = run
         caller = run.caller
@@ -148,7 +146,7 @@ class Busy:
         for fd in ready:
             lst = listeners.get(fd)
             if lst is not None:
-                self._accept(lst, Connection)
+                self._accept(lst, lst.connection_class)
                 continue
             conn = fds[fd]
             try:

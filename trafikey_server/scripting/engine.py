@@ -26,6 +26,7 @@ import math
 import struct
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +39,13 @@ from ..errors import CommandError
 from ..floats import format_double
 from ..keyspecs import request_keys
 from ..slots import keyslot
+from ..versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from . import lualib
 
 if TYPE_CHECKING:
     from ..registry import Command
     from ..server import Server
+    from .library import Libraries
 
 PRELUDE = Path(__file__).with_name("prelude.lua")
 
@@ -135,6 +138,12 @@ class Run:
         self.slot = -1
         # The caller's user when its commands must be checked (acl.User), else None.
         self.acl = None if caller.acl.unrestricted else caller.acl
+
+
+def _version_num(v: str) -> int:
+    """"9.1.2" as 0x00090102, the form scripts compare against."""
+    major, minor, patch = (int(x) for x in v.split("."))
+    return (major << 16) | (minor << 8) | patch
 
 
 def sha1hex(data: bytes) -> bytes:
@@ -242,7 +251,9 @@ def _lrand48_seed(seed: int) -> int:
 
 
 class Engine:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, libraries: Callable[[Engine], Libraries]) -> None:
+        """``libraries`` builds the FUNCTION side (library.Libraries, which
+        is built on this module), given this engine."""
         self.server = server
         self.lua = lua51.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
@@ -256,15 +267,14 @@ class Engine:
         self._eval_lru: OrderedDict[bytes, None] = OrderedDict()
         self._rand = 0x1234ABCD330E
         versions = self.lua.table_from({
-            b"REDIS_VERSION_NUM": 0x00070204, b"REDIS_VERSION": b"7.2.4",
-            b"VALKEY_VERSION_NUM": 0x00090102, b"VALKEY_VERSION": b"9.1.2", b"SERVER_NAME": b"valkey",
+            b"REDIS_VERSION_NUM": _version_num(REDIS_COMPAT_VERSION), b"REDIS_VERSION": REDIS_COMPAT_VERSION.encode(),
+            b"VALKEY_VERSION_NUM": _version_num(VALKEY_VERSION), b"VALKEY_VERSION": VALKEY_VERSION.encode(),
+            b"SERVER_NAME": b"valkey",
         })
         table_from = self.lua.table_from
         self.table_from = table_from
         self.state = table_from({b"resp": 2})
-        from .library import Libraries
-
-        self.libraries = Libraries(self)
+        self.libraries = libraries(self)
         api = {
             b"call": self._api_call, b"pcall": self._api_pcall, b"sha1hex": _api_sha1hex, b"log": self._api_log,
             b"setresp": self._api_setresp, b"set_repl": self._api_set_repl, b"acl_check_cmd": self._api_acl_check,
