@@ -14,6 +14,7 @@ from .resp import ENCODERS, RESP2, Encoder
 
 if TYPE_CHECKING:
     from .acl import User
+    from .blocking import BlockState
     from .db import Db
     from .registry import Command
     from .server import Server
@@ -40,7 +41,7 @@ class Client:
         "last_interaction", "last_cmd", "transport", "no_evict", "no_touch",
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
-        "out", "acl", "unrestricted",
+        "out", "acl", "unrestricted", "blocked",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -97,6 +98,9 @@ class Client:
         # Replies produced earlier in the current read, not yet written:
         # Valkey's output buffer (obl=) for a pipelined CLIENT INFO / LIST.
         self.out: list[bytes] | None = None
+        # What this client waits for while a blocking command holds it
+        # (blocking.py), else None.
+        self.blocked: BlockState | None = None
 
     def set_protocol(self, proto: int) -> None:
         self.resp = proto

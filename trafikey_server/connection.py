@@ -207,13 +207,17 @@ class Connection(asyncio.Protocol):
             msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
         log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")
 
-    # -- CLIENT PAUSE (pause.py) ------------------------------------------------
+    # -- CLIENT PAUSE (pause.py) and blocking commands (blocking.py) ---------------
 
     def _hold(self, req: list[bytes]) -> None:
+        """Keep a request that cannot run yet and stop reading: it waits
+        for the pause to end, or (``client.blocked`` set) for a key."""
         self.held = req
         if self.transport is not None:
             self.transport.pause_reading()
-        self.server.pause.hold(self)
+        c = self.client
+        if c is None or c.blocked is None:
+            self.server.pause.hold(self)
 
     def resume(self) -> None:
         """The pause ended: run the held request, then the rest of what was
@@ -222,19 +226,66 @@ class Connection(asyncio.Protocol):
         req, self.held = self.held, None
         if c is None or req is None or c.closing:
             return
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
         c.out = out = []
         reply = execute(c, req)
         if reply is POSTPONED:
             self._hold(req)
-        else:
-            out.append(reply)
-            if not c.closing:
-                if self.py is not None:
-                    self._drain(out)
-                else:
-                    self._hiredis_loop(out)
+            c.out = None
+            return
+        out.append(reply)
+        self._continue(out)
+
+    def run_unblocked(self) -> None:
+        """A key the held request waits for is ready: run it again now, as
+        Valkey re-executes it in the command that served it; the requests
+        after it wait for the end of this event-loop turn."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        c.out = out = []
+        reply = execute(c, req)
+        c.out = None
+        if reply is POSTPONED:
+            self._hold(req)  # blocked again (keeping its deadline), or paused
+            return
+        out.append(reply)
+        self._send(c, out)
+        self._later()
+
+    def answer_unblocked(self, reply: bytes) -> None:
+        """The held request ends without running again (timeout, CLIENT
+        UNBLOCK): its reply now, the requests after it later."""
+        c = self.client
+        self.held = None
+        if c is None or c.closing:
+            return
+        self._send(c, [reply])
+        self._later()
+
+    def _later(self) -> None:
+        loop = self.server.loop or asyncio.get_event_loop()
+        loop.call_soon(self._go_on)
+
+    def _go_on(self) -> None:
+        c = self.client
+        if c is None or c.closing or self.held is not None:
+            return
+        c.out = out = []
+        self._continue(out)
+
+    def _continue(self, out: list[bytes]) -> None:
+        """Run what was read after a held request, then the reads that came
+        meanwhile."""
+        c = self.client
+        assert c is not None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        if not c.closing:
+            if self.py is not None:
+                self._drain(out)
+            else:
+                self._hiredis_loop(out)
         c.out = None
         self._send(c, out)
         pending, self.held_data = self.held_data, []

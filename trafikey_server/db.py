@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 class Db:
-    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire")
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "blocking",
+                 "ready_keys", "ready_sink")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -40,6 +41,13 @@ class Db:
         self.watchers: dict[bytes, dict[Client, Watch]] = {}
         # Told of every key removed by expiry (the append-only log writes a DEL).
         self.on_expire: Callable[[int, bytes], None] | None = None
+        # key -> the clients blocked on it, in the order they blocked
+        # (blocking.py); empty unless a blocking command waits.
+        self.blocking: dict[bytes, list[Client]] = {}
+        # Keys signalled ready and not yet served, and the server-wide list
+        # they are appended to (Blocking.ready).
+        self.ready_keys: set[bytes] = set()
+        self.ready_sink: list[tuple[Db, bytes]] = []
 
     # -- reads -------------------------------------------------------------
 
@@ -117,18 +125,38 @@ class Db:
 
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store value under key; like Valkey's setKey, drops any TTL unless
-        keep_ttl."""
+        keep_ttl. A key that was absent is added (dbAdd): clients blocked
+        on it may be served."""
+        added = self.blocking and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.watchers:
             self._signal(key)
+        if added:
+            self._ready(key)
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a value under a key known to be absent (no TTL to drop)."""
         self.data[key] = value
         if self.watchers:
             self._signal(key)
+        if self.blocking:
+            self._ready(key)
+
+    def _ready(self, key: bytes) -> None:
+        """Valkey's signalKeyAsReady, from dbAdd: a key someone waits for
+        now holds a value; it is queued once until served."""
+        if key in self.blocking and key not in self.ready_keys:
+            self.ready_keys.add(key)
+            self.ready_sink.append((self, key))
+
+    def signal_all_ready(self) -> None:
+        """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key
+        that now holds a value."""
+        for key in list(self.blocking):
+            if key in self.data:
+                self._ready(key)
 
     def delete(self, key: bytes) -> bool:
         """Remove key if it is live; True if it was."""

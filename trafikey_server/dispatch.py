@@ -14,6 +14,7 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from .acl import error_text
+from .blocking import Blocked
 from .errors import CommandError
 from .keyspecs import request_keys
 from .limits import oom_refusal
@@ -116,8 +117,13 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             c.tot_cmds += 1
             if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
                 server.observer.record(c, cmd, argv, us)
+            if server.ready_keys:  # clients blocked on a key this made ready (blocking.py)
+                server.blocking.serve()
             return reply
-    return _execute(c, argv)
+    reply = _execute(c, argv)
+    if server.ready_keys:
+        server.blocking.serve()
+    return reply
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
@@ -125,6 +131,10 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     bug in the handler, answered as an internal error so that the
     connection lives on."""
     e = sys.exc_info()[1]
+    if type(e) is Blocked:
+        # The client now waits (blocking.py): no reply and no statistics
+        # until it is unblocked, as in Valkey.
+        return POSTPONED
     if isinstance(e, CommandError):
         cmd.failed_calls += 1
         c.server.count_error(e.msg)

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, limits
+from .blocking import Blocking
 from .clock import Clock
 from .config import Config
 from .db import Db
@@ -107,6 +108,10 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        # Clients waiting in a blocking command (blocking.py); dispatch
+        # tests ``ready_keys`` (its list of keys to serve) after each command.
+        self.blocking = Blocking(self)
+        self.ready_keys = self.blocking.ready
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -132,6 +137,8 @@ class Server:
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
+        if c.blocked is not None:
+            self.blocking.forget(c)
         if self.observer.monitors:
             self.observer.drop(c)
 
@@ -152,6 +159,12 @@ class Server:
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
+        # Clients stay on their database index: keys now holding a value
+        # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
+        if da.blocking:
+            da.signal_all_ready()
+        if db_.blocking:
+            db_.signal_all_ready()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -208,6 +221,8 @@ class Server:
             if db.expires:
                 self.expired_keys += db.sweep(now, 2000)
         self.snapshots.cron()
+        if self.blocking.clients:
+            self.blocking.expire()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono
