@@ -213,11 +213,14 @@ class Connection(asyncio.Protocol):
         """Keep a request that cannot run yet and stop reading: it waits
         for the pause to end, or (``client.blocked`` set) for a key."""
         self.held = req
+        c = self.client
+        if c is not None and c.blocked is not None:
+            # Reads go on (into held_data), as Valkey keeps reading a
+            # blocked client: a disconnect must unblock it at once.
+            return
         if self.transport is not None:
             self.transport.pause_reading()
-        c = self.client
-        if c is None or c.blocked is None:
-            self.server.pause.hold(self)
+        self.server.pause.hold(self)
 
     def resume(self) -> None:
         """The pause ended: run the held request, then the rest of what was

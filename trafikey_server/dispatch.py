@@ -218,7 +218,7 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                     flag_transaction(c)
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
-    if server.pause.end and server.pause.must_wait(c, cmd):
+    if server.pause.end and server.pause.must_wait(c, cmd, argv):
         return POSTPONED
     if c.multi is not None:
         root = cmd.parent or cmd

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # Commands that may write through what they run (Valkey's may_replicate).
 _MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"function", b"script"))
+# Commands whose script's flags say whether they write.
+_SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", b"fcall_ro"))
 
 
 class Pause:
@@ -73,17 +75,26 @@ class Pause:
         for conn in waiting:
             loop.call_soon(conn.resume)
 
-    def must_wait(self, c: Client, cmd: Command) -> bool:
+    def must_wait(self, c: Client, cmd: Command, argv: list[bytes]) -> bool:
         if c in self.server.observer.monitors:
             return False
         if self.all:
             return True
-        root = cmd.parent or cmd
-        if cmd.write or root.bname in _MAY_WRITE:
+        if self._writes(cmd, argv):
             return True
-        if root.bname == b"exec" and c.multi:
-            return any(q.write or (q.parent or q).bname in _MAY_WRITE for q, _ in c.multi)
+        if cmd.bname == b"exec" and c.multi:
+            return any(self._writes(q, a) for q, a in c.multi)
         return False
+
+    def _writes(self, cmd: Command, argv: list[bytes]) -> bool:
+        """Valkey's is_may_replicate_command, with a script's flags in
+        place of EVAL's and FCALL's own (getCommandFlags)."""
+        name = (cmd.parent or cmd).bname
+        if name in _SCRIPTS:
+            w = self.server.scripting.may_write(name, argv)
+            if w is not None:
+                return w
+        return cmd.write or name in _MAY_WRITE
 
     def hold(self, conn: Any) -> None:
         self.waiting.append(conn)
