@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from .registry import Command
     from .server import Server
 
-# Commands that may write through what they run (Valkey's may_replicate).
-_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"function", b"script"))
+# Commands that may write or propagate through what they run (Valkey's
+# may_replicate flag); FUNCTION's writing subcommands carry the write flag.
+_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"pfcount", b"publish", b"spublish"))
 # Commands whose script's flags say whether they write.
 _SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", b"fcall_ro"))
 

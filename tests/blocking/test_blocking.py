@@ -402,13 +402,19 @@ def test_client_list_of_a_blocked_client(sides: tuple[Side, Side]) -> None:
 
 def test_pause_write_holds_a_served_pop_until_unpause(sides: tuple[Side, Side]) -> None:
     check(sides, [
+        ("call", 0, "FUNCTION", "LOAD", "REPLACE", "#!lua name=blk\nserver.register_function{function_name='ro', "
+                    "callback=function() return 'hello' end, flags={'no-writes'}}"),
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("call", 0, "MULTI"), ("call", 0, "ZADD", "z", "1", "a"),
         ("call", 0, "CLIENT", "PAUSE", "100000", "WRITE"), ("call", 0, "EXEC"),
         ("blocked", 1), ("call", 2, "ZCARD", "z"),
+        ("call", 2, "SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 2"),
+        ("call", 2, "EVALSHA", "ae33f9227913b24d053a555637f98260b23bd3a3", "0"),
+        ("call", 2, "FCALL", "ro", "0"), ("call", 2, "FCALL_RO", "ro", "0"), ("call", 2, "FUNCTION", "LIST"),
         ("call", 2, "EVAL", "#!lua flags=no-writes\nreturn redis.call('zcard', KEYS[1])", "1", "z"),
         ("call", 2, "EVAL_RO", "return redis.call('zcard', KEYS[1])", "1", "z"),
         ("call", 2, "MULTI"), ("call", 2, "EVAL", "#!lua flags=no-writes\nreturn 7", "0"), ("call", 2, "EXEC"),
         ("info", "blocked_clients"),
         ("call", 0, "CLIENT", "UNPAUSE"), ("read", 1), ("blocked", 0), ("keys",),
+        ("call", 0, "FUNCTION", "FLUSH"),
     ])

@@ -1,0 +1,77 @@
+"""What a served blocking pop leaves in the append-only file, against
+Valkey's: the ZPOPMIN / ZPOPMAX it did (with the count taken for BZMPOP and
+ZMPOP), nothing for a pop that timed out or found nothing."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+import hiredis
+from aof_util import aof_dir, aof_server, valkey_on
+from resp_wire import Wire, encode
+
+
+def _logged(d: str) -> list[list[bytes]]:
+    out = []
+    for f in sorted(aof_dir(d).glob("*.incr.aof")):
+        reader = hiredis.Reader()
+        reader.feed(f.read_bytes())
+        while (cmd := reader.gets()) is not False:
+            if cmd[0].upper() != b"SELECT" and cmd[1:2] != [b"{emq}:version"]:
+                out.append(cmd)
+    return out
+
+
+def _blocked(ctl: Wire, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while b"blocked_clients:%d\r\n" % n not in ctl.call("INFO", "clients"):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+def _workload(port: int) -> list[bytes]:
+    ctl, waiter = Wire(port), Wire(port)
+    replies = []
+    waiter.send_raw(encode("BZPOPMIN", "z", "0"))
+    _blocked(ctl, 1)
+    replies.append(ctl.call("ZADD", "z", "1", "a", "2", "b"))
+    replies.append(waiter.read_reply())
+    waiter.send_raw(encode("BZMPOP", "0", "1", "y", "MAX", "COUNT", "5"))
+    _blocked(ctl, 1)
+    replies.append(ctl.call("ZADD", "y", "1", "a", "2", "b", "3", "c"))
+    replies.append(waiter.read_reply())
+    waiter.send_raw(encode("BZPOPMAX", "x", "0"))
+    _blocked(ctl, 1)
+    replies.append(ctl.call("MULTI"))
+    replies.append(ctl.call("ZADD", "x", "1", "a"))
+    replies.append(ctl.call("ZADD", "w", "1", "a"))
+    replies.append(ctl.call("EXEC"))
+    replies.append(waiter.read_reply())
+    replies.append(waiter.call("BZPOPMIN", "none", "0.01"))
+    replies.append(waiter.call("ZMPOP", "2", "none", "z", "MIN", "COUNT", "9"))
+    replies.append(waiter.call("ZMPOP", "1", "none", "MIN"))
+    replies.append(waiter.call("MULTI"))
+    replies.append(waiter.call("BZPOPMIN", "w", "0"))
+    replies.append(waiter.call("BZPOPMIN", "w", "0"))
+    replies.append(waiter.call("EXEC"))
+    ctl.close()
+    waiter.close()
+    return replies
+
+
+def test_served_pops_are_logged_as_valkey_propagates_them() -> None:
+    ours = tempfile.mkdtemp(prefix="aof-blk-")
+    srv = aof_server(ours, "--appendfsync", "always")
+    try:
+        got = _workload(srv.port)
+    finally:
+        srv.stop()
+    theirs = tempfile.mkdtemp(prefix="aof-blk-v-")
+    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always")
+    try:
+        want = _workload(v.port)
+    finally:
+        v.stop()
+    assert got == want
+    assert _logged(ours) == _logged(theirs)
