@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "blocking",
-                 "ready_keys", "ready_sink")
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -48,6 +48,11 @@ class Db:
         # they are appended to (Blocking.ready).
         self.ready_keys: set[bytes] = set()
         self.ready_sink: list[tuple[Db, bytes]] = []
+        # Keys removed by expiry, lazy or active (INFO's expired_keys).
+        self.expired_count = 0
+        # While CLIENT PAUSE lasts an expired key reads as missing but
+        # stays stored (Valkey pauses expiry with writes).
+        self.expiry_paused = False
 
     # -- reads -------------------------------------------------------------
 
@@ -200,6 +205,9 @@ class Db:
         return n
 
     def _expire(self, key: bytes) -> None:
+        if self.expiry_paused:
+            return
+        self.expired_count += 1
         del self.data[key]
         del self.expires[key]
         if self.on_expire is not None:

@@ -50,6 +50,8 @@ class Pause:
             loop = self.server.loop or asyncio.get_event_loop()
             self.timer = loop.call_later(max(ms / 1000, 0.0), self.stop)
         self.hide_fast()
+        for db in self.server.dbs:  # expiry waits with writes, as in Valkey
+            db.expiry_paused = True
 
     def hide_fast(self) -> None:
         """Serve a copy of the current table without its fast map (also
@@ -67,6 +69,8 @@ class Pause:
         self.end = 0.0
         self.all = False
         server = self.server
+        for db in server.dbs:
+            db.expiry_paused = False
         from .limits import apply_maxmemory
 
         apply_maxmemory(server, server.maxmemory)  # the table it serves unpaused

@@ -61,7 +61,7 @@ class Server:
         self.error_stats: dict[bytes, int] = {}
         self.total_error_replies = 0
         self.total_connections = 0
-        self.expired_keys = 0
+        self._expired_base = 0
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
@@ -112,6 +112,15 @@ class Server:
         # tests ``ready_keys`` (its list of keys to serve) after each command.
         self.blocking = Blocking(self)
         self.ready_keys = self.blocking.ready
+
+    @property
+    def expired_keys(self) -> int:
+        """Keys removed by lazy or active expiry since start (or RESETSTAT)."""
+        return sum(db.expired_count for db in self.dbs) - self._expired_base
+
+    @expired_keys.setter
+    def expired_keys(self, value: int) -> None:
+        self._expired_base = sum(db.expired_count for db in self.dbs) - value
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -218,8 +227,8 @@ class Server:
             return
         now = self.clock.ms()
         for db in self.dbs:
-            if db.expires:
-                self.expired_keys += db.sweep(now, 2000)
+            if db.expires and not db.expiry_paused:
+                db.sweep(now, 2000)
         self.snapshots.cron()
         if self.blocking.clients:
             self.blocking.expire()
