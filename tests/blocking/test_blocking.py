@@ -119,6 +119,14 @@ def run(side: Side, steps: list[tuple]) -> list[bytes]:
             side.blocked(step[1])
         elif op == "keys":
             out.append(side.keyspace())
+        elif op == "stats":  # calls and failures of the named commands, and the error counts
+            text = side.ctl.call("INFO", "commandstats").decode() + side.ctl.call("INFO", "errorstats").decode()
+            for line in sorted(text.split("\r\n")):
+                name = line.split(":", 1)[0]
+                if name.startswith("errorstat_") or name[len("cmdstat_"):] in step[1:]:
+                    fields = dict(f.split("=") for f in line.split(":", 1)[1].split(","))
+                    out.append(f"{name} {fields.get('calls')} {fields.get('failed_calls')} {fields.get('count')}"
+                               .encode())
         elif op == "info":
             out.append(b"%s:%d" % (step[1].encode(), side.info(step[1])))
         else:  # pragma: no cover
@@ -389,7 +397,8 @@ def test_client_list_of_a_blocked_client(sides: tuple[Side, Side]) -> None:
         text = side.ctl.call("CLIENT", "LIST").decode()
         line = next(x for x in text.split("\n") if "name=waiter" in x)
         fields = dict(f.split("=", 1) for f in line.split(" "))
-        lines.append({k: fields[k] for k in ("flags", "cmd", "multi", "watch", "db", "events")})
+        lines.append({k: fields[k] for k in ("flags", "cmd", "multi", "watch", "db", "events", "argv-mem", "tot-mem",
+                                             "tot-cmds", "qbuf", "obl")})
         info = side.ctl.call("CLIENT", "INFO")
         assert b"flags=N" in info
         side.ctl.call("CLIENT", "UNBLOCK", side.ids[1])
@@ -417,4 +426,19 @@ def test_pause_write_holds_a_served_pop_until_unpause(sides: tuple[Side, Side]) 
         ("info", "blocked_clients"),
         ("call", 0, "CLIENT", "UNPAUSE"), ("read", 1), ("blocked", 0), ("keys",),
         ("call", 0, "FUNCTION", "FLUSH"),
+    ])
+
+
+def test_statistics_of_blocked_commands(sides: tuple[Side, Side]) -> None:
+    # Counted once when served, timed out or unblocked, never when blocking.
+    check(sides, [
+        ("call", 0, "CONFIG", "RESETSTAT"),
+        ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1), ("stats", "bzpopmin"),
+        ("call", 0, "ZADD", "z", "1", "a"), ("read", 1),
+        ("send", 1, ("BZPOPMIN", "z", T)), ("blocked", 1), ("expire", 0), ("read", 1),
+        ("send", 1, ("BZMPOP", "0", "1", "z", "MIN")), ("blocked", 1),
+        ("call", 0, "CLIENT", "UNBLOCK", ("id", 1), "ERROR"), ("read", 1),
+        ("send", 1, ("BZPOPMAX", "z", "0")), ("blocked", 1),
+        ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("read", 1),
+        ("stats", "bzpopmin", "bzmpop", "bzpopmax", "zadd"),
     ])

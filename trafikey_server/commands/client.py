@@ -234,10 +234,15 @@ def _flags(c: Client) -> str:
     return out or "N"
 
 
+def _held(c: Client) -> list[bytes] | None:
+    """The request a blocking command or CLIENT PAUSE holds for c."""
+    conn = c.server.connections.get(c.id)
+    return None if conn is None else conn.held
+
+
 def _paused(c: Client) -> bool:
     """Held by CLIENT PAUSE: Valkey blocks such a client too (postponed)."""
-    conn = c.server.connections.get(c.id)
-    return conn is not None and conn.held is not None
+    return _held(c) is not None
 
 
 def _queue(c: Client) -> Queue:
@@ -300,6 +305,10 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
         obl = _pending_output(c)
     else:
         argv_mem = argv_ptrs = obl = 0
+        held = _held(c)
+        if held is not None:  # a blocked client keeps its request's arguments
+            argv_mem = sum(map(len, held))
+            argv_ptrs = _POINTER * len(held)
     queue = _queue(c)
     multi_mem = _multi_mem(queue)
     # Valkey 9 shows -1 until the connection first used MULTI or WATCH.
