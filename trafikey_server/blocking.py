@@ -58,6 +58,9 @@ def parse_timeout(c: Client, arg: bytes) -> int:
     """A timeout in seconds (a long double, as Valkey's
     getTimeoutFromObjectOrReply reads it) as an absolute deadline in
     server-clock milliseconds, 0 for none."""
+    if arg.isdigit() and len(arg) < 16:  # whole seconds, the common case: exact without long doubles
+        t = int(arg) * 1000
+        return t + c.server.clock.ms() if t else 0
     v = parse_long_double(arg)
     if v is None:
         raise CommandError(b"ERR timeout is not a float or out of range")
