@@ -142,7 +142,11 @@ class Blocking:
         self.clients.add(c)
         if deadline:
             self._order += 1
-            heapq.heappush(self._deadlines, (deadline, self._order, c))
+            heap = self._deadlines
+            heapq.heappush(heap, (deadline, self._order, c))
+            if len(heap) > 2 * len(self.clients) + 1024:  # entries of clients served long before their deadline
+                self._deadlines = [e for e in heap if e[2].blocked is not None and e[2].blocked.deadline == e[0]]
+                heapq.heapify(self._deadlines)
             self._arm()
         raise BLOCKED
 

@@ -442,3 +442,12 @@ def test_statistics_of_blocked_commands(sides: tuple[Side, Side]) -> None:
         ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("read", 1),
         ("stats", "bzpopmin", "bzmpop", "bzpopmax", "zadd"),
     ])
+
+
+def test_client_unblock_does_not_release_a_paused_client(sides: tuple[Side, Side]) -> None:
+    check(sides, [
+        ("call", 0, "CLIENT", "PAUSE", "100000", "WRITE"),
+        ("send", 1, ("SET", "k", "v")), ("blocked", 1),
+        ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("call", 0, "CLIENT", "UNBLOCK", ("id", 1), "ERROR"),
+        ("keys",), ("call", 0, "CLIENT", "UNPAUSE"), ("read", 1), ("keys",),
+    ])
