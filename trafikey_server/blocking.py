@@ -119,6 +119,9 @@ class Blocking:
         # The state of the client whose request is running again after a
         # key was ready: a second block keeps its deadline.
         self._rerun: dict[Client, int] = {}
+        # The client whose request runs again now: MONITOR saw it when it
+        # blocked and is not told twice (observe.py).
+        self.rerunning: Client | None = None
 
     # -- blocking ------------------------------------------------------------------
 
@@ -209,10 +212,12 @@ class Blocking:
             if conn is None:
                 continue
             self._rerun[c] = st.deadline
+            self.rerunning = c
             try:
                 conn.run_unblocked()
             finally:
                 self._rerun.pop(c, None)
+                self.rerunning = None
 
     # -- ending a wait without the key ----------------------------------------
 

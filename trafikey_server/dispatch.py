@@ -133,7 +133,10 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     e = sys.exc_info()[1]
     if type(e) is Blocked:
         # The client now waits (blocking.py): no reply and no statistics
-        # until it is unblocked, as in Valkey.
+        # until it is unblocked, as in Valkey; MONITOR sees it now.
+        observer = c.server.observer
+        if observer.monitors and not cmd.admin and "skip_monitor" not in cmd.flags:
+            observer.feed(c, argv)
         return POSTPONED
     if isinstance(e, CommandError):
         cmd.failed_calls += 1

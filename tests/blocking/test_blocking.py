@@ -451,3 +451,21 @@ def test_client_unblock_does_not_release_a_paused_client(sides: tuple[Side, Side
         ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("call", 0, "CLIENT", "UNBLOCK", ("id", 1), "ERROR"),
         ("keys",), ("call", 0, "CLIENT", "UNPAUSE"), ("read", 1), ("keys",),
     ])
+
+
+def test_monitor_sees_a_blocking_command_once(sides: tuple[Side, Side]) -> None:
+    v, t = sides
+    seen = []
+    for side in (v, t):
+        mon = side.conn(9)
+        mon.call("MONITOR")
+        side.conn(1).send_raw(encode("BZPOPMIN", "z", "0"))
+        side.blocked(1)
+        side.conn(0).call("ZADD", "z", "1", "a")
+        side.conn(1).read_reply()
+        side.conn(0).call("PING", "end")
+        lines = []
+        while not lines or b'"PING" "end"' not in lines[-1]:
+            lines.append(mon.read_reply().split(b"] ", 1)[1])
+        seen.append(lines)
+    assert seen[1] == seen[0]
