@@ -469,3 +469,24 @@ def test_monitor_sees_a_blocking_command_once(sides: tuple[Side, Side]) -> None:
             lines.append(mon.read_reply().split(b"] ", 1)[1])
         seen.append(lines)
     assert seen[1] == seen[0]
+
+
+def test_keys_made_by_other_commands_serve(sides: tuple[Side, Side]) -> None:
+    # dbAdd is the one signal: every command that adds a sorted set serves.
+    check(sides, [
+        ("call", 0, "ZADD", "src", "1", "a", "2", "b", "3", "c", "4", "d"),
+        ("send", 1, ("BZPOPMIN", "u", "0")), ("blocked", 1),
+        ("call", 0, "ZUNIONSTORE", "u", "1", "src"), ("read", 1),
+        ("send", 1, ("BZPOPMAX", "r", "0")), ("blocked", 1),
+        ("call", 0, "ZRANGESTORE", "r", "src", "0", "1"), ("read", 1),
+        ("send", 1, ("BZPOPMIN", "n", "0")), ("blocked", 1),
+        ("call", 0, "RENAME", "u", "n"), ("read", 1),
+        ("send", 1, ("BZPOPMIN", "cp", "0")), ("blocked", 1),
+        ("call", 0, "COPY", "src", "cp"), ("read", 1),
+        ("call", 2, "SELECT", "9"), ("send", 2, ("BZMPOP", "0", "1", "src", "MAX")), ("blocked", 1),
+        ("call", 0, "MOVE", "src", "9"), ("read", 2),
+        ("send", 1, ("BZPOPMIN", "e", "0")), ("blocked", 1),
+        ("call", 0, "ZADD", "e", "XX", "1", "a"), ("call", 0, "ZINTERSTORE", "e", "2", "cp", "missing"),
+        ("info", "blocked_clients"), ("call", 0, "ZADD", "e", "NX", "5", "e"), ("read", 1),
+        ("keys",),
+    ])
