@@ -1,6 +1,7 @@
 """What a served blocking pop leaves in the append-only file, against
 Valkey's: the ZPOPMIN / ZPOPMAX it did (with the count taken for BZMPOP and
-ZMPOP), nothing for a pop that timed out or found nothing."""
+ZMPOP), nothing for a pop that timed out or found nothing; and WAITAOF's
+replies with the log on."""
 
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ def _workload(port: int) -> list[bytes]:
     replies.append(waiter.call("BZPOPMIN", "w", "0"))
     replies.append(waiter.call("BZPOPMIN", "w", "0"))
     replies.append(waiter.call("EXEC"))
+    # With the log on, the local fsync counts as done; no replica ever acknowledges.
+    for req in (("WAITAOF", "1", "0", "0"), ("WAITAOF", "0", "0", "0"), ("WAITAOF", "1", "1", "10"),
+                ("WAITAOF", "1", "1", "x"), ("WAIT", "0", "0")):
+        replies.append(waiter.call(*req))
     ctl.close()
     waiter.close()
     return replies
