@@ -182,7 +182,10 @@ class Blocking:
         """Valkey's handleClientsBlockedOnKeys: run every ready key's
         waiting clients, in the order they blocked, until no key is ready
         (a served command may make another key ready)."""
-        if self._serving:
+        if self._serving or self.server.busy_run is not None:
+            # Not in the middle of a script past busy-reply-threshold, whose
+            # caller still runs it (Valkey's isInsideYieldingLongCommand):
+            # its keys are served once it ends.
             return
         self._serving = True
         try:

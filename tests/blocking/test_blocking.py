@@ -127,6 +127,15 @@ def run(side: Side, steps: list[tuple]) -> list[bytes]:
                     fields = dict(f.split("=") for f in line.split(":", 1)[1].split(","))
                     out.append(f"{name} {fields.get('calls')} {fields.get('failed_calls')} {fields.get('count')}"
                                .encode())
+        elif op == "busy":  # a client polls until a script is past busy-reply-threshold
+            deadline = time.monotonic() + 5
+            while True:
+                reply = side.conn(step[1]).call("PING")
+                if reply.startswith(b"-BUSY"):
+                    out.append(reply)
+                    break
+                assert time.monotonic() < deadline, "the script never became busy"
+                time.sleep(0.005)
         elif op == "info":
             out.append(b"%s:%d" % (step[1].encode(), side.info(step[1])))
         else:  # pragma: no cover
@@ -490,3 +499,27 @@ def test_keys_made_by_other_commands_serve(sides: tuple[Side, Side]) -> None:
         ("info", "blocked_clients"), ("call", 0, "ZADD", "e", "NX", "5", "e"), ("read", 1),
         ("keys",),
     ])
+
+
+_SLOW = """
+redis.call('zadd', KEYS[1], 2, 'b')
+local n = 0
+for i = 1, tonumber(ARGV[1]) do n = n + i % 7 end
+redis.call('zadd', KEYS[1], 1, 'a')
+return 1
+"""
+
+
+def test_a_busy_script_serves_when_it_ends(sides: tuple[Side, Side]) -> None:
+    # Other clients are answered (BUSY) while the script runs; the blocked
+    # client is served only after it, so it gets the member added last.
+    try:
+        check(sides, [
+            ("call", 0, "CONFIG", "SET", "busy-reply-threshold", "50"),
+            ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
+            ("send", 0, ("EVAL", _SLOW, "1", "z", "10000000")), ("busy", 2),
+            ("read", 0), ("read", 1), ("keys",),
+        ])
+    finally:
+        for side in sides:
+            side.ctl.call("CONFIG", "SET", "busy-reply-threshold", "5000")
