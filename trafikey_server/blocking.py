@@ -32,11 +32,11 @@ own value type and timeout reply.
 from __future__ import annotations
 
 import heapq
-import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import CommandError
 from .longdouble import parse as parse_long_double
+from .longdouble import times
 
 if TYPE_CHECKING:
     from .client import Client
@@ -64,7 +64,7 @@ def parse_timeout(c: Client, arg: bytes) -> int:
     v = parse_long_double(arg)
     if v is None:
         raise CommandError(b"ERR timeout is not a float or out of range")
-    ms = v * 1000
+    ms = times(v, 1000)  # rounded as Valkey's long double product is
     if ms > _LLONG_MAX:
         raise CommandError(b"ERR timeout is out of range")
     if ms != ms or ms == float("-inf"):
@@ -89,7 +89,7 @@ def may_block(c: Client) -> bool:
 class BlockState:
     """What a blocked client waits for (Valkey's bstate)."""
 
-    __slots__ = ("db", "keys", "btype", "deadline", "timeout_reply", "since")
+    __slots__ = ("db", "keys", "btype", "deadline", "timeout_reply")
 
     def __init__(self, db: Db, keys: list[bytes], btype: type, deadline: int, timeout_reply: bytes) -> None:
         self.db = db
@@ -97,7 +97,6 @@ class BlockState:
         self.btype = btype
         self.deadline = deadline
         self.timeout_reply = timeout_reply
-        self.since = time.monotonic()
 
 
 class Blocking:
@@ -258,16 +257,17 @@ class Blocking:
             heapq.heappop(heap)
         if not heap or server.clock.frozen_ms is not None or server.loop is None:
             return
-        delay = max(heap[0][0] - server.clock.ms(), 0) / 1000
-        self._timer = server.loop.call_later(delay + 0.0005, self.expire)
+        delay = max(heap[0][0] + 1 - server.clock.ms(), 0) / 1000
+        self._timer = server.loop.call_later(delay, self.expire)
 
     def expire(self) -> None:
         """Time out every client whose deadline has passed (Valkey's
-        handleBlockedClientsTimeout), earliest first."""
+        handleBlockedClientsTimeout), earliest first: a deadline is past
+        once the clock is beyond it, as in Valkey."""
         self._timer = None
         heap = self._deadlines
         now = self.server.clock.ms()
-        while heap and heap[0][0] <= now:
+        while heap and heap[0][0] < now:
             deadline, _, c = heapq.heappop(heap)
             st = c.blocked
             if st is None or st.deadline != deadline:
