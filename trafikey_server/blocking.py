@@ -81,9 +81,10 @@ def parse_timeout(c: Client, arg: bytes) -> int:
 
 
 def may_block(c: Client) -> bool:
-    """False inside MULTI/EXEC and scripts (Valkey's deny_blocking): the
-    command answers at once, as when its timeout has passed."""
-    return not (c.in_exec or c.in_script)
+    """False inside MULTI/EXEC, scripts and the replay of the append-only
+    file (Valkey's deny_blocking): the command answers at once, as when its
+    timeout has passed."""
+    return not (c.in_exec or c.in_script or c.server.loading)
 
 
 class BlockState:

@@ -80,3 +80,23 @@ def test_served_pops_are_logged_as_valkey_propagates_them() -> None:
         v.stop()
     assert got == want
     assert _logged(ours) == _logged(theirs)
+
+
+def test_a_logged_blocking_command_replays_without_waiting() -> None:
+    # A log written elsewhere may hold a blocking command on an empty key:
+    # replayed, it answers at once (Valkey's AOF client may not block).
+    d = tempfile.mkdtemp(prefix="aof-blk-replay-")
+    srv = aof_server(d)
+    srv.stop()
+    incr = next(aof_dir(d).glob("*.incr.aof"))
+    with open(incr, "ab") as f:
+        f.write(encode("BZPOPMIN", "empty", "0") + encode("BZMPOP", "0", "1", "empty", "MIN")
+                + encode("ZADD", "z", "1", "a") + encode("BZPOPMAX", "z", "0"))
+    again = aof_server(d)
+    try:
+        w = Wire(again.port)
+        assert w.call("EXISTS", "z") == b":0\r\n"
+        assert b"blocked_clients:0\r\n" in w.call("INFO", "clients")
+        w.close()
+    finally:
+        again.stop()
