@@ -8,7 +8,10 @@ has since been persisted, re-expired or deleted is simply skipped when
 popped, and the heap is rebuilt when stale entries outnumber live ones.
 
 Every change to a key goes through ``set``/``delete``/``touch`` so that WATCH
-(and, later, anything else that must observe writes) sees all of them.
+(and, later, anything else that must observe writes) sees all of them. A
+value added under an absent key (``add``, or ``set`` of an absent key: Valkey's
+dbAdd) is also where a key some client is blocked on becomes ready
+(``blocking.py``); with nobody blocked that costs one test.
 """
 
 from __future__ import annotations

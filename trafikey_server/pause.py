@@ -8,6 +8,12 @@ must wait is handed back to its connection, which keeps it, stops reading
 and runs it, then whatever followed it, once the pause ends (timeout or
 CLIENT UNPAUSE). Clients in MONITOR mode are never paused, as Valkey
 exempts them with its replicas.
+
+PAUSE WRITE holds what may write: write commands and those Valkey flags
+may_replicate, except that EVAL, EVALSHA and FCALL are judged by their
+script's flags (a ``no-writes`` script runs), as Valkey's getCommandFlags
+does. Key expiry waits while any pause lasts: an expired key reads as
+missing but stays stored until the pause ends.
 """
 
 from __future__ import annotations
