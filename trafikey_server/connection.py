@@ -162,6 +162,11 @@ class Connection(asyncio.Protocol):
             return
         if self.held is not None:
             self.held_data.append(data)
+            if c.blocked is not None:  # a blocked client is still read: its buffer stays bounded
+                pending = sum(map(len, self.held_data))
+                if pending > 1048576 and query_buffer_exceeded(c, pending):
+                    c.closing = True
+                    self.transport.close()
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read

@@ -523,3 +523,19 @@ def test_a_busy_script_serves_when_it_ends(sides: tuple[Side, Side]) -> None:
     finally:
         for side in sides:
             side.ctl.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def test_a_blocked_client_is_closed_past_the_query_buffer_limit(sides: tuple[Side, Side]) -> None:
+    # Still read while it waits, it is held to client-query-buffer-limit.
+    for side in sides:
+        side.ctl.call("CONFIG", "SET", "client-query-buffer-limit", "1mb")
+        try:
+            waiter = side.conn(1)
+            waiter.send_raw(encode("BZPOPMIN", "z", "0"))
+            side.blocked(1)
+            waiter.send_raw(encode("SET", "k", b"x" * (1 << 20)) * 2)
+            assert waiter.read_until_closed() == b""
+            side.blocked(0)
+            assert side.ctl.call("EXISTS", "k") == b":0\r\n"
+        finally:
+            side.ctl.call("CONFIG", "SET", "client-query-buffer-limit", "1gb")

@@ -93,3 +93,4 @@ def test_waiting_again_keeps_the_first_deadline(clock: Wire, emq_server: Proc) -
     assert waiter.read_reply() == b"*-1\r\n"
     waiter.close()
     other.close()
+
