@@ -539,3 +539,13 @@ def test_a_blocked_client_is_closed_past_the_query_buffer_limit(sides: tuple[Sid
             assert side.ctl.call("EXISTS", "k") == b":0\r\n"
         finally:
             side.ctl.call("CONFIG", "SET", "client-query-buffer-limit", "1gb")
+
+
+def test_a_blocking_command_sent_during_a_pause_waits_for_it_then_for_its_key(sides: tuple[Side, Side]) -> None:
+    check(sides, [
+        ("call", 0, "CLIENT", "PAUSE", "100000", "WRITE"),
+        ("send", 1, ("BZPOPMIN", "z", "0"), ("PING", "after")), ("blocked", 1),
+        ("info", "total_blocking_keys"), ("info", "clients_in_timeout_table"),
+        ("call", 0, "CLIENT", "UNPAUSE"), ("blocked", 1), ("info", "total_blocking_keys"),
+        ("call", 0, "ZADD", "z", "1", "a"), ("read", 1), ("read", 1), ("blocked", 0), ("keys",),
+    ])
