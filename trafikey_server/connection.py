@@ -221,7 +221,10 @@ class Connection(asyncio.Protocol):
         c = self.client
         if c is not None and c.blocked is not None:
             # Reads go on (into held_data), as Valkey keeps reading a
-            # blocked client: a disconnect must unblock it at once.
+            # blocked client: a disconnect must unblock it at once (a client
+            # that waited for a pause before it blocked is read again).
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
             return
         if self.transport is not None:
             self.transport.pause_reading()

@@ -549,3 +549,15 @@ def test_a_blocking_command_sent_during_a_pause_waits_for_it_then_for_its_key(si
         ("call", 0, "CLIENT", "UNPAUSE"), ("blocked", 1), ("info", "total_blocking_keys"),
         ("call", 0, "ZADD", "z", "1", "a"), ("read", 1), ("read", 1), ("blocked", 0), ("keys",),
     ])
+
+
+def test_a_client_blocked_after_a_pause_is_still_read(sides: tuple[Side, Side]) -> None:
+    v, t = sides
+    for side in (v, t):
+        side.ctl.call("CLIENT", "PAUSE", "100000", "WRITE")
+        side.conn(1).send_raw(encode("BZPOPMIN", "z", "0"))
+        side.blocked(1)
+        side.ctl.call("CLIENT", "UNPAUSE")
+        side.blocked(1)
+        side.conns.pop(1).close()  # its disconnect is seen while it waits for its key
+        side.blocked(0)
