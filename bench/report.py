@@ -215,7 +215,7 @@ def markdown(r: Results) -> str:
         " (the CPU figures stay valid).",
         "",
     ]
-    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _targets(r)
+    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _blocking(r) + _targets(r)
     if r.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     return "\n".join(lines)
@@ -334,6 +334,30 @@ def _memory(r: Results) -> list[str]:
         out.append(f"| {name} | {_f(r.median('memory', k, 'rss_before') / 2**20, '.1f')} MiB"
                    f" | {_f(r.median('memory', k, 'rss_after') / 2**20, '.1f')} MiB | {_f(per)}"
                    f" | {_f(used) if not math.isnan(used) else '— (it is RSS)'} | {_f(_ratio(per, v), '.2f')} |")
+    return [*out, ""]
+
+
+def _blocking(r: Results) -> list[str]:
+    m = r.meta
+    out = ["## Blocking: waking a client in BZPOPMIN", "",
+           f"{m.get('wakeups', 0):,} wake-ups of one waiter per run ({max(m.get('wakeups', 0) // 10, 5):,} of the"
+           " fan-out); the span runs from the ZADD's send to the (last) waiter's reply, the server's CPU is per"
+           " client woken. No target: a measurement, never asserted.", "",
+           "| shape | Valkey p50 / p99 µs | trafikey p50 / p99 µs | p50 ratio ↓ | Valkey CPU µs | trafikey CPU µs"
+           " | CPU ratio ↓ |", "|---|--:|--:|--:|--:|--:|--:|"]
+    if "blocking" not in r.samples:
+        return [*out[:1], "", "not run", ""]
+    shapes = list(dict.fromkeys(k[0] for k in r.samples["blocking"]))
+    for shape in shapes:
+        kv, kt = (shape, VALKEY), (shape, TRAFIKEY)
+
+        def pct(k: tuple[str, ...]) -> str:
+            return f"{_f(r.median('blocking', k, 'p50_us'), '.1f')} / {_f(r.median('blocking', k, 'p99_us'), '.1f')}"
+
+        vc, tc = r.median("blocking", kv, "cpu_us"), r.median("blocking", kt, "cpu_us")
+        out.append(f"| {shape} | {pct(kv)} | {pct(kt)}"
+                   f" | {_f(_ratio(r.median('blocking', kt, 'p50_us'), r.median('blocking', kv, 'p50_us')), '.2f')}"
+                   f" | {_f(vc, '.1f')} | {_f(tc, '.1f')} | {_f(_ratio(tc, vc), '.2f')} |")
     return [*out, ""]
 
 

@@ -14,6 +14,7 @@ from .resp import ENCODERS, RESP2, Encoder
 
 if TYPE_CHECKING:
     from .acl import User
+    from .blocking import BlockState
     from .db import Db
     from .registry import Command
     from .server import Server
@@ -41,7 +42,7 @@ class Client:
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
-        "subscriptions", "pushed",
+        "subscriptions", "pushed", "blocked",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -131,6 +132,9 @@ class Client:
         conn = self.server.connections.get(self.id)
         if conn is not None:
             conn.push(payload)
+        # What this client waits for while a blocking command holds it
+        # (blocking.py), else None.
+        self.blocked: BlockState | None = None
 
     def set_protocol(self, proto: int) -> None:
         self.resp = proto

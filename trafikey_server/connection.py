@@ -154,6 +154,11 @@ class Connection(asyncio.Protocol):
             return
         if self.held is not None:
             self.held_data.append(data)
+            if c.blocked is not None:  # a blocked client is still read: its buffer stays bounded
+                pending = sum(map(len, self.held_data))
+                if pending > 1048576 and query_buffer_exceeded(c, pending):
+                    c.closing = True
+                    self.transport.close()
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
@@ -214,10 +219,20 @@ class Connection(asyncio.Protocol):
             msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
         log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")
 
-    # -- CLIENT PAUSE (pause.py) ------------------------------------------------
+    # -- CLIENT PAUSE (pause.py) and blocking commands (blocking.py) ---------------
 
     def _hold(self, req: list[bytes]) -> None:
+        """Keep a request that cannot run yet and stop reading: it waits
+        for the pause to end, or (``client.blocked`` set) for a key."""
         self.held = req
+        c = self.client
+        if c is not None and c.blocked is not None:
+            # Reads go on (into held_data), as Valkey keeps reading a
+            # blocked client: a disconnect must unblock it at once (a client
+            # that waited for a pause before it blocked is read again).
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+            return
         if self.transport is not None:
             self.transport.pause_reading()
         self.server.pause.hold(self)
@@ -229,22 +244,72 @@ class Connection(asyncio.Protocol):
         req, self.held = self.held, None
         if c is None or req is None or c.closing:
             return
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
         c.out = out = []
         reply = execute(c, req)
         if reply is POSTPONED:
             self._hold(req)
-        else:
-            out.append(reply)
-            if c.pushed is not None:
-                out += c.pushed
-                c.pushed = None
-            if not c.closing:
-                if self.py is not None:
-                    self._drain(out)
-                else:
-                    self._hiredis_loop(out)
+            c.out = None
+            return
+        out.append(reply)
+        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+            out += c.pushed
+            c.pushed = None
+        self._continue(out)
+
+    def run_unblocked(self) -> None:
+        """A key the held request waits for is ready: run it again now, as
+        Valkey re-executes it in the command that served it; the requests
+        after it wait for the end of this event-loop turn."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        c.out = out = []
+        reply = execute(c, req)
+        c.out = None
+        if reply is POSTPONED:
+            self._hold(req)  # blocked again (keeping its deadline), or paused
+            return
+        out.append(reply)
+        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+            out += c.pushed
+            c.pushed = None
+        self._send(c, out)
+        self._later()
+
+    def answer_unblocked(self, reply: bytes) -> None:
+        """The held request ends without running again (timeout, CLIENT
+        UNBLOCK): its reply now, the requests after it later."""
+        c = self.client
+        self.held = None
+        if c is None or c.closing:
+            return
+        self._send(c, [reply])
+        self._later()
+
+    def _later(self) -> None:
+        loop = self.server.loop or asyncio.get_event_loop()
+        loop.call_soon(self._go_on)
+
+    def _go_on(self) -> None:
+        c = self.client
+        if c is None or c.closing or self.held is not None:
+            return
+        c.out = out = []
+        self._continue(out)
+
+    def _continue(self, out: list[bytes]) -> None:
+        """Run what was read after a held request, then the reads that came
+        meanwhile."""
+        c = self.client
+        assert c is not None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        if not c.closing:
+            if self.py is not None:
+                self._drain(out)
+            else:
+                self._hiredis_loop(out)
         c.out = None
         self._send(c, out)
         pending, self.held_data = self.held_data, []

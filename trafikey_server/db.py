@@ -8,7 +8,10 @@ has since been persisted, re-expired or deleted is simply skipped when
 popped, and the heap is rebuilt when stale entries outnumber live ones.
 
 Every change to a key goes through ``set``/``delete``/``touch`` so that WATCH
-(and, later, anything else that must observe writes) sees all of them.
+(and, later, anything else that must observe writes) sees all of them. A
+value added under an absent key (``add``, or ``set`` of an absent key: Valkey's
+dbAdd) is also where a key some client is blocked on becomes ready
+(``blocking.py``); with nobody blocked that costs one test.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
 
 
 class Db:
-    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events")
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -44,6 +48,18 @@ class Db:
         # Keyspace notifications (notify.py), None while they are off: the
         # new-key and expired events are raised here.
         self.events: Notify | None = None
+        # key -> the clients blocked on it, in the order they blocked
+        # (blocking.py); empty unless a blocking command waits.
+        self.blocking: dict[bytes, list[Client]] = {}
+        # Keys signalled ready and not yet served, and the server-wide list
+        # they are appended to (Blocking.ready).
+        self.ready_keys: set[bytes] = set()
+        self.ready_sink: list[tuple[Db, bytes]] = []
+        # Keys removed by expiry, lazy or active (INFO's expired_keys).
+        self.expired_count = 0
+        # While CLIENT PAUSE lasts an expired key reads as missing but
+        # stays stored (Valkey pauses expiry with writes).
+        self.expiry_paused = False
 
     # -- reads -------------------------------------------------------------
 
@@ -121,14 +137,18 @@ class Db:
 
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store value under key; like Valkey's setKey, drops any TTL unless
-        keep_ttl."""
+        keep_ttl. A key that was absent is added (dbAdd): clients blocked
+        on it may be served."""
         if self.events:
             self.events.storing(self, key)
+        added = self.blocking and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.watchers:
             self._signal(key)
+        if added:
+            self._ready(key)
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a value under a key known to be absent (no TTL to drop)."""
@@ -137,6 +157,22 @@ class Db:
         self.data[key] = value
         if self.watchers:
             self._signal(key)
+        if self.blocking:
+            self._ready(key)
+
+    def _ready(self, key: bytes) -> None:
+        """Valkey's signalKeyAsReady, from dbAdd: a key someone waits for
+        now holds a value; it is queued once until served."""
+        if key in self.blocking and key not in self.ready_keys:
+            self.ready_keys.add(key)
+            self.ready_sink.append((self, key))
+
+    def signal_all_ready(self) -> None:
+        """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key
+        that now holds a value."""
+        for key in list(self.blocking):
+            if key in self.data:
+                self._ready(key)
 
     def delete(self, key: bytes) -> bool:
         """Remove key if it is live; True if it was."""
@@ -180,6 +216,9 @@ class Db:
         return n
 
     def _expire(self, key: bytes) -> None:
+        if self.expiry_paused:
+            return
+        self.expired_count += 1
         del self.data[key]
         del self.expires[key]
         if self.events:

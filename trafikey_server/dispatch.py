@@ -14,6 +14,7 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from .acl import error_text
+from .blocking import Blocked
 from .errors import CommandError
 from .keyspecs import request_keys
 from .limits import oom_refusal
@@ -120,8 +121,13 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             c.tot_cmds += 1
             if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
                 server.observer.record(c, cmd, argv, us)
+            if server.ready_keys:  # clients blocked on a key this made ready (blocking.py)
+                server.blocking.serve()
             return reply
-    return _execute(c, argv)
+    reply = _execute(c, argv)
+    if server.ready_keys:
+        server.blocking.serve()
+    return reply
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
@@ -129,6 +135,13 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     bug in the handler, answered as an internal error so that the
     connection lives on."""
     e = sys.exc_info()[1]
+    if type(e) is Blocked:
+        # The client now waits (blocking.py): no reply and no statistics
+        # until it is unblocked, as in Valkey; MONITOR sees it now.
+        observer = c.server.observer
+        if observer.monitors and not cmd.admin and "skip_monitor" not in cmd.flags:
+            observer.feed(c, argv)
+        return POSTPONED
     if isinstance(e, CommandError):
         cmd.failed_calls += 1
         c.server.count_error(e.msg)
@@ -215,7 +228,7 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
     if c.subscriptions and c.resp == 2 and (cmd.parent or cmd).bname not in SUBSCRIBED_RESP2:
         return _reject(c, cmd, b"ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
                            b"RESET are allowed in this context" % cmd.bname)
-    if server.pause.end and server.pause.must_wait(c, cmd):
+    if server.pause.end and server.pause.must_wait(c, cmd, argv):
         return POSTPONED
     if c.multi is not None:
         root = cmd.parent or cmd

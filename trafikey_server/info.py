@@ -88,13 +88,15 @@ def _tls(s: Server) -> Fields:
 def _clients(s: Server) -> Fields:
     watching = sum(1 for c in s.clients.values() if c.watched)
     watched_keys = sum(len(db.watchers) for db in s.dbs)
+    b = s.blocking
     return [
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
         ("maxclients", s.config.values["maxclients"]), ("client_recent_max_input_buffer", 0),
-        ("client_recent_max_output_buffer", 0), ("blocked_clients", len(s.pause.waiting)),
+        ("client_recent_max_output_buffer", 0), ("blocked_clients", len(s.pause.waiting) + len(b.clients)),
         ("tracking_clients", 0),
-        ("pubsub_clients", 0), ("watching_clients", watching), ("clients_in_timeout_table", 0),
-        ("total_watched_keys", watched_keys), ("total_blocking_keys", 0), ("total_blocking_keys_on_nokey", 0),
+        ("pubsub_clients", 0), ("watching_clients", watching), ("clients_in_timeout_table", b.in_timeout_table()),
+        ("total_watched_keys", watched_keys), ("total_blocking_keys", b.blocking_keys()),
+        ("total_blocking_keys_on_nokey", 0),
         *_paused(s),
     ]
 

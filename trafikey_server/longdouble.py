@@ -177,6 +177,15 @@ def parse(b: bytes) -> Fraction | float | None:
     return v
 
 
+def times(v: Fraction | float, k: int) -> Fraction | float:
+    """v * k in long double: the exact product rounded to the nearest long
+    double (an infinity stays one). Blocking commands turn their seconds to
+    milliseconds so."""
+    if isinstance(v, float):
+        return v * k
+    return _round(v * k)
+
+
 def format(v: Fraction) -> bytes:
     """``%.17Lf`` with trailing zeros (and a bare dot) removed; "-0" is "0"."""
     neg = v < 0

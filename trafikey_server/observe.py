@@ -141,7 +141,7 @@ class Observer:
         flags = cmd.flags
         if usec >= self.slower_than and "skip_commandlog" not in flags:
             self._slowlog(c, cmd, argv, usec)
-        if self.monitors and not cmd.admin and "skip_monitor" not in flags:
+        if self.monitors and not cmd.admin and "skip_monitor" not in flags and c is not self.server.blocking.rerunning:
             self.feed(c, redact(cmd, argv))
 
     def _latency(self, event: str, ms: int) -> None:

@@ -8,6 +8,12 @@ must wait is handed back to its connection, which keeps it, stops reading
 and runs it, then whatever followed it, once the pause ends (timeout or
 CLIENT UNPAUSE). Clients in MONITOR mode are never paused, as Valkey
 exempts them with its replicas.
+
+PAUSE WRITE holds what may write: write commands and those Valkey flags
+may_replicate, except that EVAL, EVALSHA and FCALL are judged by their
+script's flags (a ``no-writes`` script runs), as Valkey's getCommandFlags
+does. Key expiry waits while any pause lasts: an expired key reads as
+missing but stays stored until the pause ends.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ if TYPE_CHECKING:
     from .registry import Command
     from .server import Server
 
-# Commands that may write through what they run (Valkey's may_replicate).
-_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"function", b"script"))
+# Commands that may write or propagate through what they run (Valkey's
+# may_replicate flag); FUNCTION's writing subcommands carry the write flag.
+_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"pfcount", b"publish", b"spublish"))
+# Commands whose script's flags say whether they write.
+_SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", b"fcall_ro"))
 
 
 class Pause:
@@ -49,6 +58,8 @@ class Pause:
             loop = self.server.loop or asyncio.get_event_loop()
             self.timer = loop.call_later(max(ms / 1000, 0.0), self.stop)
         self.hide_fast()
+        for db in self.server.dbs:  # expiry waits with writes, as in Valkey
+            db.expiry_paused = True
 
     def hide_fast(self) -> None:
         """Serve a copy of the current table without its fast map (also
@@ -66,6 +77,8 @@ class Pause:
         self.end = 0.0
         self.all = False
         server = self.server
+        for db in server.dbs:
+            db.expiry_paused = False
         apply_maxmemory(server, server.maxmemory)  # the table it serves unpaused
         waiting, self.waiting = self.waiting, []
         # As Valkey unblocks them: after the current command has answered.
@@ -73,17 +86,26 @@ class Pause:
         for conn in waiting:
             loop.call_soon(conn.resume)
 
-    def must_wait(self, c: Client, cmd: Command) -> bool:
+    def must_wait(self, c: Client, cmd: Command, argv: list[bytes]) -> bool:
         if c in self.server.observer.monitors:
             return False
         if self.all:
             return True
-        root = cmd.parent or cmd
-        if cmd.write or root.bname in _MAY_WRITE:
+        if self._writes(cmd, argv):
             return True
-        if root.bname == b"exec" and c.multi:
-            return any(q.write or (q.parent or q).bname in _MAY_WRITE for q, _ in c.multi)
+        if cmd.bname == b"exec" and c.multi:
+            return any(self._writes(q, a) for q, a in c.multi)
         return False
+
+    def _writes(self, cmd: Command, argv: list[bytes]) -> bool:
+        """Valkey's is_may_replicate_command, with a script's flags in
+        place of EVAL's and FCALL's own (getCommandFlags)."""
+        name = (cmd.parent or cmd).bname
+        if name in _SCRIPTS:
+            w = self.server.scripting.may_write(name, argv)
+            if w is not None:
+                return w
+        return cmd.write or name in _MAY_WRITE
 
     def hold(self, conn: Any) -> None:
         self.waiting.append(conn)

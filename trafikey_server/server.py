@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, limits, valuetypes
 from .acl import Acl
+from .blocking import Blocking
 from .clock import Clock
 from .config import Config
 from .db import Db
@@ -72,7 +73,7 @@ class Server:
         self.error_stats: dict[bytes, int] = {}
         self.total_error_replies = 0
         self.total_connections = 0
-        self.expired_keys = 0
+        self._expired_base = 0
         self.active_expire = True
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -112,6 +113,19 @@ class Server:
         self.observer = Observer(self)
         self.pause = Pause(self)
         self.pubsub = PubSub(self)
+        # Clients waiting in a blocking command (blocking.py); dispatch
+        # tests ``ready_keys`` (its list of keys to serve) after each command.
+        self.blocking = Blocking(self)
+        self.ready_keys = self.blocking.ready
+
+    @property
+    def expired_keys(self) -> int:
+        """Keys removed by lazy or active expiry since start (or RESETSTAT)."""
+        return sum(db.expired_count for db in self.dbs) - self._expired_base
+
+    @expired_keys.setter
+    def expired_keys(self, value: int) -> None:
+        self._expired_base = sum(db.expired_count for db in self.dbs) - value
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -139,6 +153,8 @@ class Server:
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
+        if c.blocked is not None:
+            self.blocking.forget(c)
         if self.observer.monitors:
             self.observer.drop(c)
         if c.subscriptions:
@@ -161,6 +177,12 @@ class Server:
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
+        # Clients stay on their database index: keys now holding a value
+        # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
+        if da.blocking:
+            da.signal_all_ready()
+        if db_.blocking:
+            db_.signal_all_ready()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -213,9 +235,11 @@ class Server:
         now = self.clock.ms()
         if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
             for db in self.dbs:
-                if db.expires:
-                    self.expired_keys += db.sweep(now, 2000)
+                if db.expires and not db.expiry_paused:
+                    db.sweep(now, 2000)
         self.snapshots.cron()
+        if self.blocking.clients:
+            self.blocking.expire()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..args import word
 from ..errors import CommandError, syntax
 from ..kill import kill_client as _kill
 from ..parsing import to_int
@@ -221,6 +222,8 @@ def _flags(c: Client) -> str:
     out = "O" if c in c.server.observer.monitors else ""  # MONITOR mode
     if c.multi is not None or c.in_exec:
         out += "x"
+    if c.blocked is not None or _paused(c):
+        out += "b"
     if c.watch_dirty:
         out += "d"
     if c.close_after_reply:
@@ -230,6 +233,17 @@ def _flags(c: Client) -> str:
     if c.no_touch:
         out += "T"
     return out or "N"
+
+
+def _held(c: Client) -> list[bytes] | None:
+    """The request a blocking command or CLIENT PAUSE holds for c."""
+    conn = c.server.connections.get(c.id)
+    return None if conn is None else conn.held
+
+
+def _paused(c: Client) -> bool:
+    """Held by CLIENT PAUSE: Valkey blocks such a client too (postponed)."""
+    return _held(c) is not None
 
 
 def _queue(c: Client) -> Queue:
@@ -292,6 +306,10 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
         obl = _pending_output(c)
     else:
         argv_mem = argv_ptrs = obl = 0
+        held = _held(c)
+        if held is not None:  # a blocked client keeps its request's arguments
+            argv_mem = sum(map(len, held))
+            argv_ptrs = _POINTER * len(held)
     queue = _queue(c)
     multi_mem = _multi_mem(queue)
     # Valkey 9 shows -1 until the connection first used MULTI or WATCH.
@@ -514,6 +532,27 @@ def client_kill(c: Client, argv: list[bytes]) -> bytes:
     for x in victims:
         _kill(c, x)
     return integer(len(victims))
+
+
+# -- UNBLOCK (blocking.py) ------------------------------------------------------------
+
+
+def client_unblock(c: Client, argv: list[bytes]) -> bytes:
+    """CLIENT UNBLOCK id [TIMEOUT|ERROR]: the reason is checked before the id."""
+    error = False
+    if len(argv) == 4:
+        reason = word(argv[3])
+        if reason == b"error":
+            error = True
+        elif reason != b"timeout":
+            raise CommandError(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    cid = to_int(argv[2])
+    if cid is None:
+        raise CommandError(b"ERR value is not an integer or out of range")
+    target = c.server.clients.get(cid)
+    if target is None:
+        return integer(0)
+    return integer(1 if c.server.blocking.unblock(target, error) else 0)
 
 
 # -- PAUSE / UNPAUSE (pause.py) ----------------------------------------------------------

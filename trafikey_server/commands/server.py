@@ -8,12 +8,13 @@ import time as _time
 from typing import TYPE_CHECKING, Any
 
 from .. import commandinfo, glob, keyspecs
+from ..blocking import may_block
 from ..config import ConfigError, Option
 from ..errors import CommandError, syntax
 from ..info import render
 from ..parsing import to_int
 from ..persist.rdb import RdbError, install, parse
-from ..resp import OK, array, bulk, bulks, integer, status
+from ..resp import OK, ZERO, array, bulk, bulks, integer, status
 from ..rewrite import NO_FILE, rewrite
 from ..valuetypes import of
 
@@ -458,3 +459,55 @@ def config(c: Client, argv: list[bytes]) -> bytes:
 def info(c: Client, argv: list[bytes]) -> bytes:
     text = render(c.server, [a.decode(errors="replace") for a in argv[1:]]).encode()
     return c.r.verbatim(text)
+
+
+# -- WAIT / WAITAOF: a standalone server with no replicas ---------------------------
+
+
+def _ms_deadline(c: Client, arg: bytes) -> int:
+    """A timeout in milliseconds as Valkey's getTimeoutFromObjectOrReply
+    reads it: an absolute server-clock deadline, 0 for none."""
+    t = to_int(arg)
+    if t is None:
+        raise CommandError(b"ERR timeout is not an integer or out of range")
+    if t < 0:
+        raise CommandError(b"ERR timeout is negative")
+    if t > 0:
+        now = c.server.clock.ms()
+        if t > (1 << 63) - 1 - now:
+            raise CommandError(b"ERR timeout is out of range")
+        t += now
+    return t
+
+
+def wait(c: Client, argv: list[bytes]) -> bytes:
+    """No replica ever acknowledges: 0 at once when that is enough (or the
+    client may not block), else 0 when the timeout ends the wait."""
+    numreplicas = to_int(argv[1])
+    if numreplicas is None:
+        raise CommandError(b"ERR value is not an integer or out of range")
+    deadline = _ms_deadline(c, argv[2])
+    if numreplicas <= 0 or not may_block(c):
+        return ZERO
+    c.server.blocking.block(c, [], type(None), deadline, ZERO)
+
+
+def waitaof(c: Client, argv: list[bytes]) -> bytes:
+    """The local fsync counts as done whenever the log is on (no write
+    offset ever passes it here); no replica ever acknowledges."""
+    numlocal = to_int(argv[1])
+    if numlocal is None:
+        raise CommandError(b"ERR value is not an integer or out of range")
+    if not 0 <= numlocal <= 1:
+        raise CommandError(b"ERR value is out of range, value must between 0 and 1")
+    numreplicas = to_int(argv[2])
+    if numreplicas is None or numreplicas < 0:
+        raise CommandError(b"ERR value is out of range, must be positive")
+    deadline = _ms_deadline(c, argv[3])
+    acklocal = 1 if c.server.aof is not None else 0
+    if numlocal and not acklocal:
+        raise CommandError(b"ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+    reply = b"*2\r\n:%d\r\n:0\r\n" % acklocal
+    if (numreplicas <= 0 and acklocal >= numlocal) or not may_block(c):
+        return reply
+    c.server.blocking.block(c, [], type(None), deadline, reply)

@@ -62,6 +62,7 @@ def clock_freeze(c: Client, argv: list[bytes]) -> bytes:
     _enabled(c)
     clock = c.server.clock
     clock.freeze(_ms(argv[2]) if len(argv) == 3 else None)
+    c.server.blocking.clock_moved()
     return integer(clock.ms())
 
 
@@ -69,6 +70,7 @@ def clock_advance(c: Client, argv: list[bytes]) -> bytes:
     _enabled(c)
     clock = c.server.clock
     clock.advance(_ms(argv[2]))
+    c.server.blocking.clock_moved()
     return integer(clock.ms())
 
 
@@ -76,6 +78,7 @@ def clock_set(c: Client, argv: list[bytes]) -> bytes:
     _enabled(c)
     clock = c.server.clock
     clock.set(_ms(argv[2]))
+    c.server.blocking.clock_moved()
     return integer(clock.ms())
 
 
@@ -83,6 +86,7 @@ def clock_release(c: Client, argv: list[bytes]) -> bytes:
     _enabled(c)
     clock = c.server.clock
     clock.release()
+    c.server.blocking.clock_moved()
     return integer(clock.ms())
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
+from ..args import Args
+from ..blocking import may_block, parse_timeout
 from ..errors import CommandError, not_float, not_integer, syntax, wrong_args
 from ..floats import format_double, parse_double
 from ..parsing import to_int
@@ -595,6 +597,94 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
             db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
             db.events.emit(db, b"del", key)
     return out
+
+
+def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bool) -> bytes:
+    """Valkey's genericZpopCommand with the key in the reply: BZPOPMIN/MAX
+    as one flat [key, member, score], ZMPOP/BZMPOP as [key, [[member,
+    score], ...]] in both protocols."""
+    db = c.db
+    pop = zs.pop_max if top else zs.pop_min
+    n = min(len(zs.scores), 1 if count == -1 else count)
+    pairs = [pop() for _ in range(n)]
+    kb = b"$%d\r\n%s\r\n" % (len(key), key)
+    if nested:
+        out = [b"*2\r\n", kb, array_header(n)]
+        if c.resp == 2:
+            out += [b"*2\r\n" + _pair2(s, m) for s, m in pairs]
+        else:
+            dbl = c.r.double
+            out += [b"*2\r\n$%d\r\n%s\r\n%s" % (len(m), m, dbl(s)) for s, m in pairs]
+    else:
+        s, m = pairs[0]
+        out = [b"*3\r\n", kb, _pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n%s" % (len(m), m, c.r.double(s))]
+    if zs.scores:
+        if db.watchers:
+            db.touch(key)
+    else:
+        db.delete(key)
+    return b"".join(out)
+
+
+def _mpop_args(argv: list[bytes], numkeys_at: int) -> tuple[list[bytes], bool, int]:
+    """ZMPOP / BZMPOP's numkeys, keys, MIN|MAX and COUNT, in Valkey's order."""
+    a = Args(argv, numkeys_at)
+    numkeys = a.count(1, b"ERR numkeys should be greater than 0")
+    where_at = numkeys_at + numkeys + 1
+    if where_at >= len(argv):
+        raise syntax()
+    a.pos = where_at
+    where = a.word()
+    if where == b"min":
+        top = False
+    elif where == b"max":
+        top = True
+    else:
+        raise syntax()
+    count = -1
+    while a:
+        if count == -1 and a.peek_word() == b"count" and a.left() > 1:
+            a.pos += 1
+            count = a.count(1, b"ERR count should be greater than 0")
+        else:
+            raise syntax()
+    return argv[numkeys_at + 1:where_at], top, 1 if count == -1 else count
+
+
+def zmpop(c: Client, argv: list[bytes]) -> bytes:
+    keys, top, count = _mpop_args(argv, 1)
+    db = c.db
+    for key in keys:
+        zs = db.get_zset(key)  # the first key that exists decides, even a wrong type
+        if zs is not None:
+            return _pop_from(c, key, zs, top, count, True)
+    return c.r.null_array
+
+
+def bzpopmin(c: Client, argv: list[bytes]) -> bytes:
+    return _bzpop(c, argv[1:-1], False, parse_timeout(c, argv[-1]), -1, False)
+
+
+def bzpopmax(c: Client, argv: list[bytes]) -> bytes:
+    return _bzpop(c, argv[1:-1], True, parse_timeout(c, argv[-1]), -1, False)
+
+
+def bzmpop(c: Client, argv: list[bytes]) -> bytes:
+    keys, top, count = _mpop_args(argv, 2)
+    return _bzpop(c, keys, top, parse_timeout(c, argv[1]), count, True)
+
+
+def _bzpop(c: Client, keys: list[bytes], top: bool, deadline: int, count: int, nested: bool) -> bytes:
+    """Valkey's blockingGenericZpopCommand: pop from the first non-empty
+    sorted set, or wait for one (blocking.py)."""
+    db = c.db
+    for key in keys:
+        zs = db.get_zset(key)
+        if zs is not None and zs.scores:
+            return _pop_from(c, key, zs, top, count, nested)
+    if not may_block(c):
+        return c.r.null_array
+    c.server.blocking.block(c, keys, ZSet, deadline, c.r.null_array)
 
 
 # -- ZRANDMEMBER --------------------------------------------------------------------------------------

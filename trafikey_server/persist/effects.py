@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..args import word
+
 if TYPE_CHECKING:
     from ..client import Client
 
@@ -121,6 +123,38 @@ def _zpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return NOTHING if reply in (b"*0\r\n", b"$-1\r\n", b"*-1\r\n", b"_\r\n") else [argv]
 
 
+def _popped_key(reply: bytes) -> tuple[bytes, int]:
+    """The key heading a blocking or multi-key pop's reply (``*N`` then
+    the key's bulk), and the offset just after it."""
+    head = reply.index(b"\r\n") + 2
+    eol = reply.index(b"\r\n", head)
+    n = int(reply[head + 1:eol])
+    start = eol + 2
+    return reply[start:start + n], start + n + 2
+
+
+def _bzpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """BZPOPMIN / BZPOPMAX are logged as the ZPOPMIN / ZPOPMAX they did,
+    as Valkey propagates them."""
+    if _is_null(reply):
+        return NOTHING
+    key, _ = _popped_key(reply)
+    return [[b"ZPOPMAX" if argv[0].lower() == b"bzpopmax" else b"ZPOPMIN", key]]
+
+
+def _zmpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """ZMPOP / BZMPOP: ZPOPMIN or ZPOPMAX of the key they popped from,
+    with the number of members taken."""
+    if _is_null(reply):
+        return NOTHING
+    key, at = _popped_key(reply)
+    count = reply[at + 1:reply.index(b"\r\n", at)]
+    # MIN/MAX is read at its position, after the keys.
+    numkeys_at = 2 if argv[0].lower() == b"bzmpop" else 1
+    top = word(argv[numkeys_at + int(argv[numkeys_at]) + 1]) == b"max"
+    return [[b"ZPOPMAX" if top else b"ZPOPMIN", key, count]]
+
+
 RULES: dict[bytes, Rule] = {
     b"set": _set,
     b"setnx": _setnx,
@@ -150,6 +184,10 @@ RULES: dict[bytes, Rule] = {
     b"zremrangebylex": _unless_zero,
     b"zpopmin": _zpop,
     b"zpopmax": _zpop,
+    b"bzpopmin": _bzpop,
+    b"bzpopmax": _bzpop,
+    b"zmpop": _zmpop,
+    b"bzmpop": _zmpop,
     b"zincrby": _unless_null,
     b"cluster|flushslot": _nothing,
 }

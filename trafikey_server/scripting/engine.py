@@ -543,6 +543,35 @@ class Engine:
 
     # -- scripts ------------------------------------------------------------------------------
 
+    def may_write(self, name: bytes, argv: list[bytes]) -> bool | None:
+        """Whether EVAL, EVALSHA or FCALL (or their _RO forms) may write,
+        judged from the script's declared flags as Valkey's getCommandFlags
+        does (CLIENT PAUSE WRITE lets a no-writes script run); None for a
+        script without flags, or one not found, where the command's own
+        flags decide."""
+        if name == b"eval" or name == b"eval_ro":
+            script = self.scripts.get(sha1hex(argv[1]))
+            if script is not None:
+                flags = script.flags
+            else:
+                try:
+                    flags, _ = parse_shebang(argv[1])
+                except ScriptError:
+                    return None
+        elif name == b"evalsha" or name == b"evalsha_ro":
+            script = self.scripts.get(argv[1].lower())
+            if script is None:
+                return None
+            flags = script.flags
+        else:
+            f = self.libraries.find(argv[1])
+            if f is None:
+                return None
+            flags = f.flags
+        if flags & COMPAT:
+            return None
+        return not flags & NO_WRITES
+
     def create(self, body: bytes, loaded: bool) -> Script:
         """The script for body, compiled now if new (EVAL and SCRIPT LOAD)."""
         sha = sha1hex(body)
