@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .db import Db
     from .registry import Command
     from .server import Server
+    from .tracking import TrackState
 
 
 class Watch:
@@ -41,6 +42,7 @@ class Client:
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
         "out", "acl", "unrestricted",
+        "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -97,6 +99,21 @@ class Client:
         # Replies produced earlier in the current read, not yet written:
         # Valkey's output buffer (obl=) for a pipelined CLIENT INFO / LIST.
         self.out: list[bytes] | None = None
+        # Client-side caching (tracking.py): the options, None until the
+        # client first turns tracking on.
+        self.track: TrackState | None = None
+        # CLIENT REPLY OFF, and SKIP (for the request after the next one,
+        # then for the next one: Valkey's reply_skip_next and reply_skip).
+        self.reply_off = False
+        self.reply_skip = False
+        self.reply_skip_next = False
+        # Set while tracking or CLIENT REPLY OFF|SKIP apply: dispatch then
+        # takes the path that handles them (one test on the fast path).
+        self.hooks = False
+
+    def refresh_hooks(self) -> None:
+        t = self.track
+        self.hooks = (t is not None and t.on) or self.reply_off or self.reply_skip or self.reply_skip_next
 
     def set_protocol(self, proto: int) -> None:
         self.resp = proto
@@ -113,6 +130,8 @@ class Client:
                 clients.pop(self, None)
                 if not clients:
                     del db.watchers[key]
+                    if not db.watchers:
+                        db.refresh_signalled()
         self.watched = {}
 
     def unwatch(self) -> None:

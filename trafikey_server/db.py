@@ -7,8 +7,10 @@ when nothing is due the sweep costs one comparison. A heap entry whose key
 has since been persisted, re-expired or deleted is simply skipped when
 popped, and the heap is rebuilt when stale entries outnumber live ones.
 
-Every change to a key goes through ``set``/``delete``/``touch`` so that WATCH
-(and, later, anything else that must observe writes) sees all of them.
+Every change to a key goes through ``set``/``delete``/``touch`` and ends in
+``_signal``, the one place that tells WATCH and client tracking (through
+``on_change``) of it. Writes test ``signalled`` alone, which is false while
+no key is watched and no client tracks.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
 
 
 class Db:
-    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire")
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "signalled",
+                 "on_change")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -40,6 +43,12 @@ class Db:
         self.watchers: dict[bytes, dict[Client, Watch]] = {}
         # Told of every key removed by expiry (the append-only log writes a DEL).
         self.on_expire: Callable[[int, bytes], None] | None = None
+        # -- the change signal: whoever must hear of every change to a key --
+        # Told of each change (key, False when expiry removed it): client
+        # tracking sets it while any client tracks.
+        self.on_change: Callable[[bytes, bool], None] | None = None
+        # True while WATCH or on_change needs _signal (refresh_signalled).
+        self.signalled = False
 
     # -- reads -------------------------------------------------------------
 
@@ -121,13 +130,13 @@ class Db:
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a value under a key known to be absent (no TTL to drop)."""
         self.data[key] = value
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def delete(self, key: bytes) -> bool:
@@ -137,13 +146,13 @@ class Db:
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         return True
 
     def touch(self, key: bytes) -> None:
         """Record an in-place change of the value under key."""
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def set_expire(self, key: bytes, when_ms: int) -> None:
@@ -152,13 +161,13 @@ class Db:
         if len(self._heap) > 2 * len(self.expires) + 1024:
             self._heap = [(t, k) for k, t in self.expires.items()]
             heapq.heapify(self._heap)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def persist(self, key: bytes) -> bool:
         if self.expires.pop(key, None) is None:
             return False
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         return True
 
@@ -176,16 +185,27 @@ class Db:
         del self.expires[key]
         if self.on_expire is not None:
             self.on_expire(self.id, key)
-        if self.watchers:
-            self._signal(key)
+        if self.signalled:
+            self._signal(key, False)
 
     def key_is_expired(self, key: bytes) -> bool:
         """Stored but past its time (Valkey's keyIsExpired); nothing is removed."""
         t = self.expires.get(key)
         return t is not None and t < self.clock.ms()
 
-    def _signal(self, key: bytes) -> None:
-        """Valkey's touchWatchedKey, called after the change."""
+    def refresh_signalled(self) -> None:
+        """Writes call _signal only while someone listens."""
+        self.signalled = bool(self.watchers) or self.on_change is not None
+
+    def _signal(self, key: bytes, by_client: bool = True) -> None:
+        """Valkey's signalModifiedKey, called after the change (by a
+        command, or by expiry when not ``by_client``): WATCH, then tracking."""
+        self._touch_watchers(key)
+        if self.on_change is not None:
+            self.on_change(key, by_client)
+
+    def _touch_watchers(self, key: bytes) -> None:
+        """Valkey's touchWatchedKey."""
         watchers = self.watchers.get(key)
         if not watchers:
             return

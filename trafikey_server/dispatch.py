@@ -95,7 +95,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
     everything else takes Valkey's full sequence of checks below."""
     server = c.server
     cmd = server.table.fast.get(argv[0])
-    if (cmd is not None and c.multi is None and c.unrestricted and server.busy_run is None
+    if (cmd is not None and c.multi is None and c.unrestricted and not c.hooks and server.busy_run is None
             and not server.slot_checks):
         a = cmd.arity
         if (len(argv) == a) if a > 0 else (len(argv) >= -a):
@@ -117,7 +117,43 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
                 server.observer.record(c, cmd, argv, us)
             return reply
-    return _execute(c, argv)
+    return _execute(c, argv) if not c.hooks else _hooked(c, argv)
+
+
+def _hooked(c: Client, argv: list[bytes]) -> bytes:
+    """A request from a client with per-request extras (``Client.hooks``):
+    client tracking (the client is the current client while its command
+    runs; invalidations of its own keys and pushes to it follow its reply)
+    and CLIENT REPLY OFF|SKIP (the reply is dropped, pushes still go out)."""
+    # Valkey's resetClient after the previous request, done before this one.
+    c.reply_skip = c.reply_skip_next
+    c.reply_skip_next = False
+    t = c.track
+    if t is None or not t.on:
+        reply = _execute(c, argv)
+        pushes = b""
+    else:
+        tracking = c.server.tracking
+        tracking.limit()
+        tracking.current = c
+        try:
+            reply = _execute(c, argv)
+            if tracking.pending:
+                tracking.flush_pending(c)
+        finally:
+            tracking.current = None
+            pushes = b"".join(tracking.deferred) if tracking.deferred else b""
+            tracking.deferred = []
+        if c.multi is None and not c.last_cmd.startswith(b"client|"):
+            t.caching = False  # CLIENT CACHING covers the next command or transaction only
+    if reply is POSTPONED:
+        return reply
+    if c.reply_off or c.reply_skip:
+        reply = b""
+    c.refresh_hooks()
+    if c.close_after_reply:
+        return reply
+    return reply + pushes if pushes else reply
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
@@ -276,7 +312,10 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
             if server.aof is not None:
                 server.aof.feed(c, cmd, argv, reply)
     except Exception:
-        return _failed(c, cmd, argv, t0)
+        reply = _failed(c, cmd, argv, t0)
+        if c.server.tracking.clients:  # Valkey remembers a read's keys even when it failed
+            c.server.tracking.after_call(cmd, argv)
+        return reply
     cmd.calls += 1
     us = (perf_counter_ns() - t0) // 1000
     cmd.usec += us
@@ -284,4 +323,6 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     server = c.server
     if us >= server.observe_us:
         server.observer.record(c, cmd, argv, us)
+    if server.tracking.clients:  # client-side caching: the keys a read read
+        server.tracking.after_call(cmd, argv)
     return reply

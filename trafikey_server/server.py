@@ -24,6 +24,7 @@ from .log import Log
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
 from .registry import Table, default_table
+from .tracking import Tracking
 
 if TYPE_CHECKING:
     from .client import Client
@@ -107,6 +108,8 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        # Client-side caching: the tracking table and BCAST prefixes.
+        self.tracking = Tracking(self)
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
@@ -134,6 +137,8 @@ class Server:
         self.connections.pop(c.id, None)
         if self.observer.monitors:
             self.observer.drop(c)
+        if c.track is not None:
+            self.tracking.client_gone(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
@@ -208,6 +213,8 @@ class Server:
             if db.expires:
                 self.expired_keys += db.sweep(now, 2000)
         self.snapshots.cron()
+        if self.tracking.clients:
+            self.tracking.limit()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono

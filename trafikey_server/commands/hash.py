@@ -101,7 +101,7 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
                 h[argv[i]] = argv[i + 1]
         if len(h) > entries:
             h.big = True
-    if db.watchers:
+    if db.signalled:
         db.touch(key)
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":

@@ -27,12 +27,14 @@ def flushall(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv)
     for db in c.server.dbs:
         db.clear()
+    c.server.tracking.flushed()
     return OK
 
 
 def flushdb(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv)
     c.db.clear()
+    c.server.tracking.flushed()
     return OK
 
 

@@ -556,7 +556,7 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
         pairs = [pop() for _ in range(min(len(zs.scores), count))]
         out = _with_scores(c, pairs)
     if zs.scores:
-        if db.watchers:
+        if db.signalled:
             db.touch(key)
     else:
         db.delete(key)
