@@ -149,9 +149,15 @@ class Tracking:
         t.prefixes = {}
         t.on = t.broken = t.bcast = t.optin = t.optout = t.caching = t.noloop = False
         self.clients -= 1
-        if not self.clients:
-            self._observe(False)
+        self._maybe_stop()
         c.refresh_hooks()
+
+    def _maybe_stop(self) -> None:
+        """With no client tracking, the keyspace stops telling us of writes
+        once the last entry left by former trackers is gone (Valkey keeps
+        them until their keys change)."""
+        if not self.clients and not self.table:
+            self._observe(False)
 
     def _observe(self, on: bool) -> None:
         for db in self.server.dbs:
@@ -209,6 +215,8 @@ class Tracking:
         if ids is None:
             return
         self.items -= len(ids)
+        if not self.clients:
+            self._maybe_stop()
         clients = self.server.clients
         cur = self.current
         for cid in sorted(ids, key=_id_order) if len(ids) > 1 else ids:
@@ -237,6 +245,7 @@ class Tracking:
                         self.send(c, _NULLS[c.resp])
         self.table = {}
         self.items = 0
+        self._maybe_stop()
 
     def _collect(self, key: bytes, by: Client | None) -> None:
         for prefix, bs in self.prefixes.items():
