@@ -501,4 +501,7 @@ def refresh(c: Client) -> None:
     """The one attribute dispatch's fast path reads: may this client's
     requests skip the authentication and permission checks?"""
     acl = c.server.acl
-    c.unrestricted = (c.authenticated or not acl.auth_required()) and c.acl.unrestricted
+    # A RESP2 client in pub/sub mode may run only a few commands (dispatch
+    # checks which), so it leaves the fast path while subscribed.
+    c.unrestricted = ((c.authenticated or not acl.auth_required()) and c.acl.unrestricted
+                      and not (c.subscriptions and c.resp == 2))

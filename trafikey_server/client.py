@@ -41,7 +41,8 @@ class Client:
         "last_interaction", "last_cmd", "transport", "no_evict", "no_touch",
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
-        "out", "acl", "unrestricted",
+        "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
+        "subscriptions", "pushed",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
     )
 
@@ -99,6 +100,15 @@ class Client:
         # Replies produced earlier in the current read, not yet written:
         # Valkey's output buffer (obl=) for a pipelined CLIENT INFO / LIST.
         self.out: list[bytes] | None = None
+        # Pub/sub (pubsub.py): what the client listens to, and the total, not
+        # zero while the client is in pub/sub mode.
+        self.channels: dict[bytes, None] = {}
+        self.patterns: dict[bytes, None] = {}
+        self.shard_channels: dict[bytes, None] = {}
+        self.subscriptions = 0
+        # Frames pushed to this client while it runs a request, sent after
+        # that request's reply (Valkey's pending_push_messages).
+        self.pushed: list[bytes] | None = None
         # Client-side caching (tracking.py): the options, None until the
         # client first turns tracking on.
         self.track: TrackState | None = None
@@ -110,6 +120,30 @@ class Client:
         # Set while tracking or CLIENT REPLY OFF|SKIP apply: dispatch then
         # takes the path that handles them (one test on the fast path).
         self.hooks = False
+
+    def push(self, payload: bytes) -> None:
+        """Send out-of-band data (an encoded frame: a pub/sub message, a
+        MONITOR line, ...) in Valkey's order with the client's own replies.
+
+        While the client runs a request of its own (``out`` is set for the
+        duration of its read), the frame follows that request's reply, and
+        a request inside EXEC or a script counts as part of the EXEC or the
+        script (the connection appends ``pushed`` after each top-level
+        reply). Otherwise it goes to the connection now, behind whatever is
+        still waiting there, under the output-buffer limit of the client's
+        class."""
+        if self.out is not None:
+            pushed = self.pushed
+            if pushed is None:
+                self.pushed = [payload]
+            else:
+                pushed.append(payload)
+            return
+        if self.closing:
+            return
+        conn = self.server.connections.get(self.id)
+        if conn is not None:
+            conn.push(payload)
 
     def refresh_hooks(self) -> None:
         t = self.track

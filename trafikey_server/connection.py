@@ -196,6 +196,23 @@ class Connection(asyncio.Protocol):
         if c.closing:
             self.transport.close()
 
+    def push(self, payload: bytes) -> None:
+        """Client.push for a client that is not running a request: written
+        now (or held behind replies still waiting for the append-only
+        log), then the output-buffer limit of its class is checked."""
+        c = self.client
+        transport = self.transport
+        if c is None or transport is None:
+            return
+        server = self.server
+        aof = server.aof
+        if aof is not None and aof.hold(self, [payload]):
+            return
+        c.tot_net_out += len(payload)
+        transport.write(payload)
+        if server.obuf_limited or (c.subscriptions and server.obuf_pubsub is not None):
+            check_output(self, c, obuf_class(server, c))
+
     def _log_protocol_error(self, msg: str) -> None:
         """Valkey's verbose line for a client closed on bad input."""
         log = self.server.log
@@ -230,6 +247,9 @@ class Connection(asyncio.Protocol):
             self._hold(req)
         else:
             out.append(reply)
+            if c.pushed is not None:
+                out += c.pushed
+                c.pushed = None
             if not c.closing:
                 if self.py is not None:
                     self._drain(out)
@@ -329,6 +349,9 @@ class Connection(asyncio.Protocol):
                 self._hold(req)
                 return
             out.append(reply)
+            if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+                out += c.pushed
+                c.pushed = None
             if c.closing:
                 return
         if self.boundary:
@@ -395,6 +418,9 @@ class Connection(asyncio.Protocol):
                 self._hold(req)
                 return
             out.append(reply)
+            if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+                out += c.pushed
+                c.pushed = None
             if c.closing:
                 return
             py.auth_required = not c.authenticated and c.server.acl.auth_required()

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 BUSY_EVAL = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 
+# What a RESP2 client in pub/sub mode may still run.
+SUBSCRIBED_RESP2 = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe", b"psubscribe",
+                              b"punsubscribe", b"quit", b"reset"))
+
 # Commands that run at once even inside MULTI.
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
@@ -124,26 +128,28 @@ def _hooked(c: Client, argv: list[bytes]) -> bytes:
     """A request from a client with per-request extras (``Client.hooks``):
     client tracking (the client is the current client while its command
     runs; invalidations of its own keys and pushes to it follow its reply)
-    and CLIENT REPLY OFF|SKIP (the reply is dropped, pushes still go out)."""
+    and CLIENT REPLY OFF|SKIP (the reply is dropped; pushes still go out,
+    the connection appends them after it)."""
     # Valkey's resetClient after the previous request, done before this one.
     c.reply_skip = c.reply_skip_next
     c.reply_skip_next = False
     t = c.track
+    early = None
     if t is None or not t.on:
         reply = _execute(c, argv)
-        pushes = b""
     else:
         tracking = c.server.tracking
         tracking.limit()
+        # Keys dropped from a full table are told before this request runs,
+        # so ahead of its reply (Valkey sends them from processCommand).
+        early, c.pushed = c.pushed, None
         tracking.current = c
         try:
             reply = _execute(c, argv)
             if tracking.pending:
-                tracking.flush_pending(c)
+                tracking.flush_pending(c)  # pushed: they follow the reply
         finally:
             tracking.current = None
-            pushes = b"".join(tracking.deferred) if tracking.deferred else b""
-            tracking.deferred = []
         if c.multi is None and not c.last_cmd.startswith(b"client|"):
             t.caching = False  # CLIENT CACHING covers the next command or transaction only
     if reply is POSTPONED:
@@ -151,9 +157,7 @@ def _hooked(c: Client, argv: list[bytes]) -> bytes:
     if c.reply_off or c.reply_skip:
         reply = b""
     c.refresh_hooks()
-    if c.close_after_reply:
-        return reply
-    return reply + pushes if pushes else reply
+    return b"".join(early) + reply if early else reply
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
@@ -244,6 +248,9 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                     flag_transaction(c)
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
+    if c.subscriptions and c.resp == 2 and (cmd.parent or cmd).bname not in SUBSCRIBED_RESP2:
+        return _reject(c, cmd, b"ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+                           b"RESET are allowed in this context" % cmd.bname)
     if server.pause.end and server.pause.must_wait(c, cmd):
         return POSTPONED
     if c.multi is not None:
@@ -255,6 +262,15 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
                 c.multi.append((cmd, argv))
             return QUEUED
     return call(c, cmd, argv)
+
+
+def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:
+    """Valkey's rejectCommand: counted, and a transaction being queued is doomed."""
+    cmd.rejected_calls += 1
+    if c.multi is not None:
+        flag_transaction(c)
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
 
 
 def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:

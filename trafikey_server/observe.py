@@ -124,12 +124,8 @@ class Observer:
         where = b"lua" if c.in_script else c.addr.encode()
         line = b"+%d.%06d [%d %s] %s\r\n" % (
             secs, int((now - secs) * 1_000_000), c.db.id, where, b" ".join(quote(a) for a in argv))
-        conns = self.server.connections
         for m in self.monitors:
-            conn = conns.get(m.id)
-            if conn is not None and conn.transport is not None and not m.closing:
-                m.tot_net_out += len(line)
-                conn.transport.write(line)
+            m.push(line)
 
     # -- the hook ------------------------------------------------------------------
 

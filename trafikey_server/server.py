@@ -23,6 +23,7 @@ from .listener import Listener
 from .log import Log
 from .persist.aofload import AofLoadError
 from .persist.rdb import RdbError
+from .pubsub import PubSub
 from .registry import Table, default_table
 from .tracking import Tracking
 
@@ -108,6 +109,7 @@ class Server:
         from .pause import Pause
 
         self.pause = Pause(self)
+        self.pubsub = PubSub(self)
         # Client-side caching: the tracking table and BCAST prefixes.
         self.tracking = Tracking(self)
 
@@ -137,6 +139,8 @@ class Server:
         self.connections.pop(c.id, None)
         if self.observer.monitors:
             self.observer.drop(c)
+        if c.subscriptions:
+            self.pubsub.drop_client(c)
         if c.track is not None:
             self.tracking.client_gone(c)
 

@@ -17,8 +17,8 @@ or a null for a flush), to the client it redirects to (a RESP3 push, or
 for a RESP2 redirect client in Pub/Sub mode a message on
 ``__redis__:invalidate``), or nowhere (RESP2 without redirection). An
 invalidation the current client caused for itself waits until its reply has
-been sent (``pending``), as Valkey 7+ defers it; so does every push to the
-client while its command runs (``deferred``).
+been sent (``pending``), as Valkey 7+ defers it; ``Client.push`` puts
+every push to a client after the reply of the request it is running.
 
 Nothing here runs unless a client tracks: the keyspace calls ``changed``
 only while ``Db.signalled`` is set, and dispatch calls in only for clients
@@ -98,12 +98,10 @@ class Tracking:
         # Clients with tracking on (INFO tracking_clients).
         self.clients = 0
         # The client whose command is running, while it tracks (Valkey's
-        # server.current_client as far as tracking needs it), and what waits
-        # for its reply: its own keys' invalidations (None: a flush) and
-        # every other push to it.
+        # server.current_client as far as tracking needs it), and its own
+        # keys' invalidations (None: a flush), sent once its command is done.
         self.current: Client | None = None
         self.pending: list[bytes | None] = []
-        self.deferred: list[bytes] = []
         self._bcast_scheduled = False
         self._effort = 0
 
@@ -324,21 +322,9 @@ class Tracking:
             self._push(c, _INVALIDATE + body)
 
     def _push(self, c: Client, payload: bytes) -> None:
-        """The one way a push reaches a connection: after the reply when the
-        client's own command is running, else into its output at once."""
-        if c is self.current:
-            self.deferred.append(payload)
-            return
-        if c.closing:
-            return
-        out = c.out
-        if out is not None:
-            out.append(payload)  # its read is being served: ahead of the next reply
-            return
-        transport = c.transport
-        if transport is not None and not transport.is_closing():
-            c.tot_net_out += len(payload)
-            transport.write(payload)
+        """Every message leaves through the client's one push path, which
+        puts it after the reply when c's own request is running."""
+        c.push(payload)
 
     def client_gone(self, c: Client) -> None:
         self.disable(c)
@@ -347,7 +333,7 @@ class Tracking:
 
 def _in_pubsub(c: Client) -> bool:
     """Whether c is in Pub/Sub mode (subscribed to anything)."""
-    return False
+    return c.subscriptions > 0
 
 
 def _cstr(b: bytes) -> bytes:

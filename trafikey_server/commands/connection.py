@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 
 def ping(c: Client, argv: list[bytes]) -> bytes:
+    if c.subscriptions and c.resp == 2 and len(argv) <= 2:
+        # In RESP2 pub/sub mode the answer has the shape of a message.
+        return b"*2\r\n$4\r\npong\r\n" + bulk(argv[1] if len(argv) == 2 else b"")
     if len(argv) == 1:
         return PONG
     if len(argv) == 2:
@@ -112,6 +115,8 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
         set_client_name(c, name)
     if ver:
         c.set_protocol(ver)
+        if c.subscriptions:
+            refresh(c)  # back to RESP2 in pub/sub mode: off the fast path
     return hello_reply(c)
 
 
@@ -139,6 +144,7 @@ def hello_reply(c: Client) -> bytes:
 def reset(c: Client, argv: list[bytes]) -> bytes:
     c.discard_multi()
     c.server.observer.drop(c)  # RESET leaves MONITOR mode
+    c.server.pubsub.drop_client(c)  # and pub/sub mode, without a word
     c.select(0)
     c.set_protocol(2)
     c.name = b""
