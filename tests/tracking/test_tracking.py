@@ -53,14 +53,18 @@ class Env:
     def id(self, name: str) -> int:
         return next(k for k, v in self.ids.items() if v == name.encode())
 
-    def norm(self, b: bytes) -> bytes:
+    def norm(self, b: bytes, ids: bool = False) -> bytes:
+        """IDs as names: in CLIENT LIST fields always, as integers in pushes
+        (tracking-redir-broken) and where the caller says so."""
+        ids = ids or b.startswith(b">")
         for cid, name in self.ids.items():
-            for fmt in (b":%d\r\n", b"redir=%d ", b"id=%d "):
+            for fmt in (b":%d\r\n", b"redir=%d ", b"id=%d ") if ids else (b"redir=%d ", b"id=%d "):
                 b = b.replace(fmt % cid, fmt.replace(b"%d", b"<id:" + name + b">"))
         return b
 
     def call(self, w: Wire, *args: object) -> bytes:
-        r = self.norm(w.call(*args))  # type: ignore[arg-type]
+        ids = args[:2] in (("CLIENT", "GETREDIR"), ("CLIENT", "TRACKINGINFO"))
+        r = self.norm(w.call(*args), ids)  # type: ignore[arg-type]
         self.log.append(w.name.encode() + b"> " + r)  # type: ignore[attr-defined]
         return r
 
@@ -502,5 +506,59 @@ def test_info_and_disconnect(servers: tuple[Proc, Proc]) -> None:
         fields(e, w)
         e.call(w, "SET", "k2", "3")  # a's entry, dropped lazily
         fields(e, w)
+
+    compare(servers, sc)
+
+
+def test_resp2_redirect_through_pubsub(servers: tuple[Proc, Proc]) -> None:
+    def sc(e: Env) -> None:
+        r, a, w = e.client("r"), e.client("a"), e.client("w")
+        quiet = e.client("quiet")  # RESP2, not subscribed: cannot be told
+        other = e.client("other")  # subscribed to another channel: in Pub/Sub mode all the same
+        e.call(r, "SUBSCRIBE", "__redis__:invalidate")
+        e.call(other, "SUBSCRIBE", "elsewhere")
+        e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("r"))
+        e.call(w, "MSET", "k1", "1", "k2", "2")
+        e.call(a, "MGET", "k1", "k2")
+        e.call(w, "INCR", "k1")
+        e.read(r)
+        e.call(a, "SET", "k2", "x")  # a's own write: r is told at once
+        e.read(r)
+        e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("quiet"))
+        e.call(a, "GET", "k1")
+        e.call(w, "INCR", "k1")
+        e.drain(quiet)
+        e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("other"))
+        e.call(a, "GET", "k1")
+        e.call(w, "INCR", "k1")
+        e.read(other)
+        e.call(a, "GET", "k1")
+        e.call(w, "FLUSHALL")  # a null, in a message
+        e.read(other)
+        e.call(a, "CLIENT", "TRACKING", "off")
+        e.call(a, "CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", e.id("r"), "PREFIX", "k")
+        e.call(w, "MSET", "k9", "1", "k8", "1", "j1", "1")
+        e.read(r)
+        e.drain(r)
+        e.client_list(w, "a")
+
+    compare(servers, sc)
+
+
+def test_resp3_redirect_client_in_pubsub(servers: tuple[Proc, Proc]) -> None:
+    def sc(e: Env) -> None:
+        r, a, w = e.client("r", 3), e.client("a", 2), e.client("w")
+        e.call(r, "SUBSCRIBE", "__redis__:invalidate")
+        e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("r"))
+        e.call(a, "GET", "k1")
+        e.call(w, "SET", "k1", "1")
+        e.read(r)  # a push, not a message
+        r.send_raw(encode("CLIENT", "REPLY", "OFF"))
+        e.call(a, "GET", "k1")
+        e.call(w, "SET", "k1", "2")
+        e.read(r)  # pushes still arrive while replies are off
+        e.call(r, "CLIENT", "REPLY", "ON")
+        e.call(r, "UNSUBSCRIBE")
+        e.drain(r)
 
     compare(servers, sc)
