@@ -562,3 +562,61 @@ def test_resp3_redirect_client_in_pubsub(servers: tuple[Proc, Proc]) -> None:
         e.drain(r)
 
     compare(servers, sc)
+
+
+_WRITES: list[tuple[list[tuple[object, ...]], tuple[object, ...]]] = [
+    ([("SET", "k", "v")], ("SET", "k", "w", "NX")),  # no change: no message
+    ([("SET", "k", "v")], ("SET", "k", "w", "XX")),
+    ([], ("SETNX", "k", "v")),
+    ([("SET", "k", "v")], ("APPEND", "k", "x")),
+    ([("SET", "k", "v")], ("SETRANGE", "k", "3", "x")),
+    ([("SET", "k", "1")], ("INCRBYFLOAT", "k", "1.5")),
+    ([("SET", "k", "v")], ("GETSET", "k", "w")),
+    ([("SET", "k", "v")], ("GETDEL", "k")),
+    ([("SET", "k", "v")], ("GETEX", "k", "PX", "100000")),
+    ([("SET", "k", "v")], ("GETEX", "k")),
+    ([("SET", "k", "v")], ("GETEX", "k", "PERSIST")),
+    ([("SET", "k", "v", "PX", "100000")], ("GETEX", "k", "PERSIST")),
+    ([], ("DEL", "k")),
+    ([("SET", "k", "v")], ("UNLINK", "k", "k2")),
+    ([("SET", "k", "v")], ("RENAME", "k", "k2")),
+    ([("SET", "k", "v"), ("SET", "k2", "v")], ("RENAMENX", "k", "k2")),
+    ([("SET", "k", "v")], ("COPY", "k", "k2")),
+    ([("SET", "k", "v")], ("MOVE", "k", "1")),
+    ([("SET", "k", "v")], ("EXPIRE", "k", "100")),
+    ([("SET", "k", "v")], ("EXPIRE", "k", "-1")),
+    ([("SET", "k", "v")], ("PERSIST", "k")),
+    ([("SET", "k", "v", "EX", "100")], ("PERSIST", "k")),
+    ([("SET", "k", "v")], ("TOUCH", "k")),
+    ([("HSET", "k", "f", "1")], ("HSET", "k", "f", "1")),
+    ([("HSET", "k", "f", "1")], ("HSETNX", "k", "f", "2")),
+    ([("HSET", "k", "f", "1")], ("HDEL", "k", "nope")),
+    ([("HSET", "k", "f", "1")], ("HDEL", "k", "f")),
+    ([("HSET", "k", "f", "1")], ("HINCRBY", "k", "f", "1")),
+    ([("ZADD", "k", "1", "m")], ("ZADD", "k", "1", "m")),
+    ([("ZADD", "k", "1", "m")], ("ZADD", "k", "2", "m")),
+    ([("ZADD", "k", "1", "m")], ("ZINCRBY", "k", "1", "m")),
+    ([("ZADD", "k", "1", "m")], ("ZREM", "k", "nope")),
+    ([("ZADD", "k", "1", "m", "2", "n")], ("ZPOPMIN", "k")),
+    ([("ZADD", "k", "1", "m")], ("ZREMRANGEBYSCORE", "k", "5", "6")),
+    ([("ZADD", "k", "1", "m")], ("ZUNIONSTORE", "k2", "1", "k")),
+    ([("ZADD", "k", "1", "m")], ("ZRANGESTORE", "k2", "k", "5", "6")),
+    ([("SET", "k", "v")], ("MSETNX", "k", "1", "k2", "2")),
+    ([], ("MSETNX", "k", "1", "k2", "2")),
+    ([("SET", "k", "v")], ("EVAL", "return redis.call('del', KEYS[1])", "1", "k")),
+]
+
+
+def test_every_kind_of_write_invalidates(servers: tuple[Proc, Proc]) -> None:
+    def sc(e: Env) -> None:
+        a, w = e.client("a", 3), e.client("w")
+        e.call(a, "CLIENT", "TRACKING", "on")
+        for setup, cmd in _WRITES:
+            e.call(w, "DEL", "k", "k2")
+            for s in setup:
+                e.call(w, *s)
+            e.call(a, "EXISTS", "k", "k2")
+            e.call(w, *cmd)
+            e.drain(a)
+
+    compare(servers, sc)

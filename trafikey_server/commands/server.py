@@ -263,6 +263,7 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
     if flush:
         for db in srv.dbs:
             db.clear()
+        srv.tracking.flushed()
     elif not merge:
         for dbid, (data_, _) in res.dbs.items():
             if any(k in srv.dbs[dbid].data for k in data_):
