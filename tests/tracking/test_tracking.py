@@ -612,7 +612,9 @@ def test_every_kind_of_write_invalidates(servers: tuple[Proc, Proc]) -> None:
         a, w = e.client("a", 3), e.client("w")
         e.call(a, "CLIENT", "TRACKING", "on")
         for setup, cmd in _WRITES:
+            e.log.append(repr(cmd).encode())
             e.call(w, "DEL", "k", "k2")
+            e.drain(a)
             for s in setup:
                 e.call(w, *s)
             e.call(a, "EXISTS", "k", "k2")
