@@ -122,7 +122,10 @@ def compare(servers: tuple[Proc, Proc], scenario: Scenario) -> list[bytes]:
             admin.close()
         out.append(env.log)
     v, t = out
-    assert t == v, "\n".join(f"{x!r:70} | {y!r}" for x, y in zip(v, t, strict=False))
+    if t != v:
+        first = next((i for i, (x, y) in enumerate(zip(v, t, strict=False)) if x != y), min(len(v), len(t)))
+        lines = [f"{x!r:70} | {y!r}" for x, y in zip(v[first - 3:first + 8], t[first - 3:first + 8], strict=False)]
+        raise AssertionError(f"transcripts differ at {first} (valkey | trafikey):\n" + "\n".join(lines))
     return v
 
 
@@ -620,5 +623,53 @@ def test_every_kind_of_write_invalidates(servers: tuple[Proc, Proc]) -> None:
             e.call(a, "EXISTS", "k", "k2")
             e.call(w, *cmd)
             e.drain(a)
+
+    compare(servers, sc)
+
+
+def test_pipeline_databases_and_protocol_switch(servers: tuple[Proc, Proc]) -> None:
+    def sc(e: Env) -> None:
+        a, w = e.client("a", 3), e.client("w")
+        e.call(a, "CLIENT", "TRACKING", "on")
+        # One write of several requests: each invalidation of its own follows
+        # the reply of the request that caused it.
+        a.send_raw(encode("GET", "p") + encode("SET", "p", "1") + encode("GET", "p") + encode("INCR", "p")
+                   + encode("MGET", "p", "q") + encode("DEL", "p", "q"))
+        for _ in range(8):
+            e.read(a)
+        e.drain(a)
+        # The table is by key name: a write to the same name in another
+        # database invalidates it.
+        e.call(a, "GET", "same")
+        e.call(w, "SELECT", "3")
+        e.call(w, "SET", "same", "x")
+        e.drain(a)
+        e.call(a, "GET", "same")
+        e.call(w, "MOVE", "same", "0")
+        e.drain(a)
+        e.call(a, "SELECT", "3")
+        e.call(a, "GET", "other")
+        e.call(w, "SWAPDB", "0", "3")  # not a change of any key for tracking
+        e.drain(a)
+        # Keys read in RESP2 are told once the client speaks RESP3.
+        a.call("HELLO", "2")  # (its reply holds the client ID)
+        e.call(a, "GET", "r2")
+        e.call(w, "SET", "r2", "1")
+        e.drain(a)
+        e.call(a, "GET", "r2")
+        a.call("HELLO", "3")
+        e.call(w, "SET", "r2", "2")
+        e.drain(a)
+        # A killed redirect target: the flag shows in CLIENT LIST and INFO.
+        r = e.client("r", 3)
+        e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("r"))
+        e.call(w, "CLIENT", "KILL", "ID", e.id("r"))
+        r.close()
+        e.call(a, "GET", "z")
+        e.call(w, "SET", "z", "1")
+        e.drain(a)
+        e.client_list(w, "a")
+        e.call(w, "CLIENT", "LIST", "FLAGS", "R", "ID", e.id("a"), e.id("w"))
+        e.log[-1] = e.log[-1][:20]
 
     compare(servers, sc)
