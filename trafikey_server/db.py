@@ -8,9 +8,9 @@ has since been persisted, re-expired or deleted is simply skipped when
 popped, and the heap is rebuilt when stale entries outnumber live ones.
 
 Every change to a key goes through ``set``/``delete``/``touch`` and ends in
-``_signal``, the one place that tells WATCH and client tracking (through
-``on_change``) of it. Writes test ``signalled`` alone, which is false while
-no key is watched and no client tracks.
+``_signal``, the one place that tells WATCH and the services listening
+(``observers``: client tracking) of it. Writes test ``signalled`` alone,
+which is false while no key is watched and nothing observes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "signalled",
-                 "on_change")
+                 "observers")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -45,9 +45,9 @@ class Db:
         self.on_expire: Callable[[int, bytes], None] | None = None
         # -- the change signal: whoever must hear of every change to a key --
         # Told of each change (key, False when expiry removed it): client
-        # tracking sets it while any client tracks.
-        self.on_change: Callable[[bytes, bool], None] | None = None
-        # True while WATCH or on_change needs _signal (refresh_signalled).
+        # tracking is one while any client tracks (observe / unobserve).
+        self.observers: tuple[Callable[[bytes, bool], None], ...] = ()
+        # True while WATCH or an observer needs _signal (refresh_signalled).
         self.signalled = False
 
     # -- reads -------------------------------------------------------------
@@ -195,14 +195,23 @@ class Db:
 
     def refresh_signalled(self) -> None:
         """Writes call _signal only while someone listens."""
-        self.signalled = bool(self.watchers) or self.on_change is not None
+        self.signalled = bool(self.watchers or self.observers)
+
+    def observe(self, f: Callable[[bytes, bool], None]) -> None:
+        if f not in self.observers:
+            self.observers += (f,)
+            self.signalled = True
+
+    def unobserve(self, f: Callable[[bytes, bool], None]) -> None:
+        self.observers = tuple(x for x in self.observers if x != f)
+        self.refresh_signalled()
 
     def _signal(self, key: bytes, by_client: bool = True) -> None:
         """Valkey's signalModifiedKey, called after the change (by a
-        command, or by expiry when not ``by_client``): WATCH, then tracking."""
+        command, or by expiry when not ``by_client``): WATCH, then the observers."""
         self._touch_watchers(key)
-        if self.on_change is not None:
-            self.on_change(key, by_client)
+        for f in self.observers:
+            f(key, by_client)
 
     def _touch_watchers(self, key: bytes) -> None:
         """Valkey's touchWatchedKey."""

@@ -159,8 +159,10 @@ class Tracking:
 
     def _observe(self, on: bool) -> None:
         for db in self.server.dbs:
-            db.on_change = self.changed if on else None
-            db.refresh_signalled()
+            if on:
+                db.observe(self.changed)
+            else:
+                db.unobserve(self.changed)
 
     def prefix_collision(self, c: Client, prefixes: list[bytes]) -> bytes | None:
         """Valkey's checkPrefixCollisionsOrReply: the error text, or None."""
