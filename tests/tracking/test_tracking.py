@@ -63,8 +63,17 @@ class Env:
         return b
 
     def call(self, w: Wire, *args: object) -> bytes:
+        """Send a request and wait for its reply; RESP3 pushes that come
+        first are logged as received (the request's own reply is never a
+        push here), so the next step never overtakes this request."""
         ids = args[:2] in (("CLIENT", "GETREDIR"), ("CLIENT", "TRACKINGINFO"))
-        r = self.norm(w.call(*args), ids)  # type: ignore[arg-type]
+        w.send_raw(encode(*args))  # type: ignore[arg-type]
+        subscribing = str(args[0]).upper().endswith("SUBSCRIBE")  # answered with a push in RESP3
+        while True:
+            r = self.norm(w.read_reply(), ids)
+            if not r.startswith(b">") or subscribing:
+                break
+            self.log.append(w.name.encode() + b"< " + r)  # type: ignore[attr-defined]
         self.log.append(w.name.encode() + b"> " + r)  # type: ignore[attr-defined]
         return r
 
