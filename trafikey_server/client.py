@@ -117,8 +117,9 @@ class Client:
         self.reply_off = False
         self.reply_skip = False
         self.reply_skip_next = False
-        # Set while tracking or CLIENT REPLY OFF|SKIP apply: dispatch then
-        # takes the path that handles them (one test on the fast path).
+        # Set while tracking or CLIENT REPLY OFF|SKIP apply: such a client
+        # leaves dispatch's fast path for the one that handles them
+        # (tracking.refresh_hooks keeps ``unrestricted`` in step).
         self.hooks = False
 
     def push(self, payload: bytes) -> None:
@@ -144,10 +145,6 @@ class Client:
         conn = self.server.connections.get(self.id)
         if conn is not None:
             conn.push(payload)
-
-    def refresh_hooks(self) -> None:
-        t = self.track
-        self.hooks = (t is not None and t.on) or self.reply_off or self.reply_skip or self.reply_skip_next
 
     def set_protocol(self, proto: int) -> None:
         self.resp = proto

@@ -19,6 +19,7 @@ from .keyspecs import request_keys
 from .limits import oom_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
+from .tracking import refresh_hooks
 
 if TYPE_CHECKING:
     from .client import Client
@@ -99,7 +100,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
     everything else takes Valkey's full sequence of checks below."""
     server = c.server
     cmd = server.table.fast.get(argv[0])
-    if (cmd is not None and c.multi is None and c.unrestricted and not c.hooks and server.busy_run is None
+    if (cmd is not None and c.multi is None and c.unrestricted and server.busy_run is None
             and not server.slot_checks):
         a = cmd.arity
         if (len(argv) == a) if a > 0 else (len(argv) >= -a):
@@ -156,7 +157,7 @@ def _hooked(c: Client, argv: list[bytes]) -> bytes:
         return reply
     if c.reply_off or c.reply_skip:
         reply = b""
-    c.refresh_hooks()
+    refresh_hooks(c)
     return b"".join(early) + reply if early else reply
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .acl import refresh
 from .keyspecs import request_keys
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class Tracking:
                 if c not in bs.clients:
                     bs.clients[c] = None
                     t.prefixes[p] = None
-        c.refresh_hooks()
+        refresh_hooks(c)
 
     def disable(self, c: Client) -> None:
         """Valkey's disableTracking: the client leaves its prefixes; its
@@ -148,7 +149,7 @@ class Tracking:
         t.on = t.broken = t.bcast = t.optin = t.optout = t.caching = t.noloop = False
         self.clients -= 1
         self._maybe_stop()
-        c.refresh_hooks()
+        refresh_hooks(c)
 
     def _maybe_stop(self) -> None:
         """With no client tracking, the keyspace stops telling us of writes
@@ -331,6 +332,14 @@ class Tracking:
     def client_gone(self, c: Client) -> None:
         self.disable(c)
         c.track = None
+
+
+def refresh_hooks(c: Client) -> None:
+    """Whether c's requests need dispatch's path for tracking and CLIENT
+    REPLY; a client that does leaves the fast path (acl.refresh)."""
+    t = c.track
+    c.hooks = (t is not None and t.on) or c.reply_off or c.reply_skip or c.reply_skip_next
+    refresh(c)
 
 
 def _in_pubsub(c: Client) -> bool:

@@ -151,8 +151,7 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.no_evict = False
     c.no_touch = False
     c.server.tracking.disable(c)  # Valkey's clearClientConnectionState: tracking off, replies on
-    c.reply_off = c.reply_skip = c.reply_skip_next = False
-    c.refresh_hooks()
+    c.reply_off = c.reply_skip = c.reply_skip_next = c.hooks = False
     # Valkey's clientSetDefaultAuth: back to the default user, logged in
     # only if that user takes no password.
     acl = c.server.acl

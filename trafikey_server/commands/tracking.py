@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..args import Args
 from ..errors import CommandError, syntax
 from ..resp import OK, array, bulk, integer
+from ..tracking import refresh_hooks
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -140,7 +141,7 @@ def client_reply(c: Client, argv: list[bytes]) -> bytes:
     opt = Args(argv, 2).word()
     if opt == b"on":
         c.reply_skip = c.reply_off = False
-        c.refresh_hooks()
+        refresh_hooks(c)
         return OK
     if opt == b"off":
         c.reply_off = True
@@ -149,5 +150,5 @@ def client_reply(c: Client, argv: list[bytes]) -> bytes:
             c.reply_skip_next = True
     else:
         raise syntax()
-    c.refresh_hooks()
+    refresh_hooks(c)
     return b""
