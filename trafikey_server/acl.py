@@ -501,6 +501,7 @@ def refresh(c: Client) -> None:
     requests skip the authentication and permission checks?"""
     acl = c.server.acl
     # A RESP2 client in pub/sub mode may run only a few commands (dispatch
-    # checks which), so it leaves the fast path while subscribed.
+    # checks which), so it leaves the fast path while subscribed; so does a
+    # client with per-request extras (tracking, CLIENT REPLY: ``hooks``).
     c.unrestricted = ((c.authenticated or not acl.auth_required()) and c.acl.unrestricted
-                      and not (c.subscriptions and c.resp == 2))
+                      and not (c.subscriptions and c.resp == 2) and not c.hooks)

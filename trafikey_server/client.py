@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .db import Db
     from .registry import Command
     from .server import Server
+    from .tracking import TrackState
 
 
 class Watch:
@@ -43,6 +44,7 @@ class Client:
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
         "subscriptions", "pushed", "blocked",
+        "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -108,6 +110,18 @@ class Client:
         # Frames pushed to this client while it runs a request, sent after
         # that request's reply (Valkey's pending_push_messages).
         self.pushed: list[bytes] | None = None
+        # Client-side caching (tracking.py): the options, None until the
+        # client first turns tracking on.
+        self.track: TrackState | None = None
+        # CLIENT REPLY OFF, and SKIP (for the request after the next one,
+        # then for the next one: Valkey's reply_skip_next and reply_skip).
+        self.reply_off = False
+        self.reply_skip = False
+        self.reply_skip_next = False
+        # Set while tracking or CLIENT REPLY OFF|SKIP apply: such a client
+        # leaves dispatch's fast path for the one that handles them
+        # (tracking.refresh_hooks keeps ``unrestricted`` in step).
+        self.hooks = False
 
     def push(self, payload: bytes) -> None:
         """Send out-of-band data (an encoded frame: a pub/sub message, a
@@ -151,6 +165,8 @@ class Client:
                 clients.pop(self, None)
                 if not clients:
                     del db.watchers[key]
+                    if not db.watchers:
+                        db.refresh_signalled()
         self.watched = {}
 
     def unwatch(self) -> None:

@@ -7,11 +7,14 @@ when nothing is due the sweep costs one comparison. A heap entry whose key
 has since been persisted, re-expired or deleted is simply skipped when
 popped, and the heap is rebuilt when stale entries outnumber live ones.
 
-Every change to a key goes through ``set``/``delete``/``touch`` so that WATCH
-(and, later, anything else that must observe writes) sees all of them. A
-value added under an absent key (``add``, or ``set`` of an absent key: Valkey's
-dbAdd) is also where a key some client is blocked on becomes ready
-(``blocking.py``); with nobody blocked that costs one test.
+Every change to a key goes through ``set``/``delete``/``touch`` and ends in
+``_signal``, the one place that tells WATCH and the services listening
+(``observers``: client tracking) of it. Writes test ``signalled`` alone,
+which is false while no key is watched and nothing observes. A value added
+under an absent key (``add``, or ``set`` of an absent key: Valkey's dbAdd) is
+also where a key some client is blocked on becomes ready (``blocking.py``),
+and where keyspace notifications raise ``new``; with nobody blocked and
+notifications off that costs two tests.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
-                 "ready_keys", "ready_sink", "expired_count", "expiry_paused")
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -60,6 +63,12 @@ class Db:
         # While CLIENT PAUSE lasts an expired key reads as missing but
         # stays stored (Valkey pauses expiry with writes).
         self.expiry_paused = False
+        # -- the change signal: whoever must hear of every change to a key --
+        # Told of each change (key, False when expiry removed it): client
+        # tracking is one while any client tracks (observe / unobserve).
+        self.observers: tuple[Callable[[bytes, bool], None], ...] = ()
+        # True while WATCH or an observer needs _signal (refresh_signalled).
+        self.signalled = False
 
     # -- reads -------------------------------------------------------------
 
@@ -145,7 +154,7 @@ class Db:
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         if added:
             self._ready(key)
@@ -155,7 +164,7 @@ class Db:
         if self.events:
             self.events.emit(self, b"new", key)
         self.data[key] = value
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         if self.blocking:
             self._ready(key)
@@ -181,13 +190,13 @@ class Db:
         del self.data[key]
         if self.expires:
             self.expires.pop(key, None)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         return True
 
     def touch(self, key: bytes) -> None:
         """Record an in-place change of the value under key."""
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def set_expire(self, key: bytes, when_ms: int) -> None:
@@ -196,13 +205,13 @@ class Db:
         if len(self._heap) > 2 * len(self.expires) + 1024:
             self._heap = [(t, k) for k, t in self.expires.items()]
             heapq.heapify(self._heap)
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
 
     def persist(self, key: bytes) -> bool:
         if self.expires.pop(key, None) is None:
             return False
-        if self.watchers:
+        if self.signalled:
             self._signal(key)
         return True
 
@@ -225,16 +234,36 @@ class Db:
             self.events.emit(self, b"expired", key)
         if self.on_expire is not None:
             self.on_expire(self.id, key)
-        if self.watchers:
-            self._signal(key)
+        if self.signalled:
+            self._signal(key, False)
 
     def key_is_expired(self, key: bytes) -> bool:
         """Stored but past its time (Valkey's keyIsExpired); nothing is removed."""
         t = self.expires.get(key)
         return t is not None and t < self.clock.ms()
 
-    def _signal(self, key: bytes) -> None:
-        """Valkey's touchWatchedKey, called after the change."""
+    def refresh_signalled(self) -> None:
+        """Writes call _signal only while someone listens."""
+        self.signalled = bool(self.watchers or self.observers)
+
+    def observe(self, f: Callable[[bytes, bool], None]) -> None:
+        if f not in self.observers:
+            self.observers += (f,)
+            self.signalled = True
+
+    def unobserve(self, f: Callable[[bytes, bool], None]) -> None:
+        self.observers = tuple(x for x in self.observers if x != f)
+        self.refresh_signalled()
+
+    def _signal(self, key: bytes, by_client: bool = True) -> None:
+        """Valkey's signalModifiedKey, called after the change (by a
+        command, or by expiry when not ``by_client``): WATCH, then the observers."""
+        self._touch_watchers(key)
+        for f in self.observers:
+            f(key, by_client)
+
+    def _touch_watchers(self, key: bytes) -> None:
+        """Valkey's touchWatchedKey."""
         watchers = self.watchers.get(key)
         if not watchers:
             return

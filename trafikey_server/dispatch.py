@@ -20,6 +20,7 @@ from .keyspecs import request_keys
 from .limits import oom_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
+from .tracking import refresh_hooks
 
 if TYPE_CHECKING:
     from .client import Client
@@ -124,10 +125,46 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             if server.ready_keys:  # clients blocked on a key this made ready (blocking.py)
                 server.blocking.serve()
             return reply
-    reply = _execute(c, argv)
+    reply = _execute(c, argv) if not c.hooks else _hooked(c, argv)
     if server.ready_keys:
         server.blocking.serve()
     return reply
+
+
+def _hooked(c: Client, argv: list[bytes]) -> bytes:
+    """A request from a client with per-request extras (``Client.hooks``):
+    client tracking (the client is the current client while its command
+    runs; invalidations of its own keys and pushes to it follow its reply)
+    and CLIENT REPLY OFF|SKIP (the reply is dropped; pushes still go out,
+    the connection appends them after it)."""
+    # Valkey's resetClient after the previous request, done before this one.
+    c.reply_skip = c.reply_skip_next
+    c.reply_skip_next = False
+    t = c.track
+    early = None
+    if t is None or not t.on:
+        reply = _execute(c, argv)
+    else:
+        tracking = c.server.tracking
+        tracking.limit()
+        # Keys dropped from a full table are told before this request runs,
+        # so ahead of its reply (Valkey sends them from processCommand).
+        early, c.pushed = c.pushed, None
+        tracking.current = c
+        try:
+            reply = _execute(c, argv)
+            if tracking.pending:
+                tracking.flush_pending(c)  # pushed: they follow the reply
+        finally:
+            tracking.current = None
+        if c.multi is None and not c.last_cmd.startswith(b"client|"):
+            t.caching = False  # CLIENT CACHING covers the next command or transaction only
+    if reply is POSTPONED:
+        return reply
+    if c.reply_off or c.reply_skip:
+        reply = b""
+    refresh_hooks(c)
+    return b"".join(early) + reply if early else reply
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
@@ -305,7 +342,10 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
             if server.aof is not None:
                 server.aof.feed(c, cmd, argv, reply)
     except Exception:
-        return _failed(c, cmd, argv, t0)
+        reply = _failed(c, cmd, argv, t0)
+        if c.server.tracking.clients:  # Valkey remembers a read's keys even when it failed
+            c.server.tracking.after_call(cmd, argv)
+        return reply
     cmd.calls += 1
     us = (perf_counter_ns() - t0) // 1000
     cmd.usec += us
@@ -313,4 +353,6 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     server = c.server
     if us >= server.observe_us:
         server.observer.record(c, cmd, argv, us)
+    if server.tracking.clients:  # client-side caching: the keys a read read
+        server.tracking.after_call(cmd, argv)
     return reply

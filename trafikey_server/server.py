@@ -36,6 +36,7 @@ from .registry import Table, default_table
 from .scripting.busy import Busy
 from .scripting.engine import Engine
 from .scripting.library import Libraries
+from .tracking import Tracking
 from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
@@ -113,6 +114,8 @@ class Server:
         self.observer = Observer(self)
         self.pause = Pause(self)
         self.pubsub = PubSub(self)
+        # Client-side caching: the tracking table and BCAST prefixes.
+        self.tracking = Tracking(self)
         # Clients waiting in a blocking command (blocking.py); dispatch
         # tests ``ready_keys`` (its list of keys to serve) after each command.
         self.blocking = Blocking(self)
@@ -159,6 +162,8 @@ class Server:
             self.observer.drop(c)
         if c.subscriptions:
             self.pubsub.drop_client(c)
+        if c.track is not None:
+            self.tracking.client_gone(c)
 
     def count_error(self, msg: bytes) -> None:
         code = msg.split(b" ", 1)[0]
@@ -240,6 +245,8 @@ class Server:
         self.snapshots.cron()
         if self.blocking.clients:
             self.blocking.expire()
+        if self.tracking.clients:
+            self.tracking.limit()
         mono = time.monotonic()
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono

@@ -224,6 +224,9 @@ def _flags(c: Client) -> str:
         out += "x"
     if c.blocked is not None or _paused(c):
         out += "b"
+    t = c.track
+    if t is not None and t.on:
+        out += "t" + ("R" if t.broken else "") + ("B" if t.bcast else "")
     if c.watch_dirty:
         out += "d"
     if c.close_after_reply:
@@ -322,10 +325,15 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
         f"db={c.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
         f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "
         f"omem=0 tot-mem={tot_mem} events=r "
-        f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir=-1 resp={c.resp} lib-name={_text(c.lib_name)} "
+        f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir={_redir(c)} resp={c.resp} lib-name={_text(c.lib_name)} "
         f"lib-ver={_text(c.lib_ver)} tot-net-in={c.tot_net_in} tot-net-out={c.tot_net_out} "
         f"tot-cmds={c.tot_cmds}\n"
     )
+
+
+def _redir(c: Client) -> int:
+    t = c.track
+    return t.redirect if t is not None and t.on else -1
 
 
 def _text(b: bytes) -> str:

@@ -149,6 +149,8 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.name = b""
     c.no_evict = False
     c.no_touch = False
+    c.server.tracking.disable(c)  # Valkey's clearClientConnectionState: tracking off, replies on
+    c.reply_off = c.reply_skip = c.reply_skip_next = c.hooks = False
     # Valkey's clientSetDefaultAuth: back to the default user, logged in
     # only if that user takes no password.
     acl = c.server.acl

@@ -101,7 +101,7 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
                 h[argv[i]] = argv[i + 1]
         if len(h) > entries:
             h.big = True
-    if db.watchers:
+    if db.signalled:
         db.touch(key)
     if db.events:
         db.events.emit(db, b"hset", key)

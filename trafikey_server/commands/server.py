@@ -32,12 +32,14 @@ def flushall(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv)
     for db in c.server.dbs:
         db.clear()
+    c.server.tracking.flushed()
     return OK
 
 
 def flushdb(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv)
     c.db.clear()
+    c.server.tracking.flushed()
     return OK
 
 
@@ -264,6 +266,7 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
     if flush:
         for db in srv.dbs:
             db.clear()
+        srv.tracking.flushed()
     elif not merge:
         for dbid, (data_, _) in res.dbs.items():
             if any(k in srv.dbs[dbid].data for k in data_):

@@ -90,6 +90,7 @@ def watch(c: Client, argv: list[bytes]) -> bytes:
         w = Watch(db, key, db.key_is_expired(key))
         watched[(db, key)] = w
         db.watchers.setdefault(key, {})[c] = w
+        db.signalled = True
     return OK
 
 

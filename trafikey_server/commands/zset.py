@@ -587,7 +587,7 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
         pairs = [pop() for _ in range(min(len(zs.scores), count))]
         out = _with_scores(c, pairs)
     if zs.scores:
-        if db.watchers:
+        if db.signalled:
             db.touch(key)
         if db.events:
             db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
@@ -618,11 +618,17 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     else:
         s, m = pairs[0]
         out = [b"*3\r\n", kb, _pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n%s" % (len(m), m, c.r.double(s))]
+    event = b"zpopmax" if top else b"zpopmin"
     if zs.scores:
-        if db.watchers:
+        if db.signalled:
             db.touch(key)
+        if db.events:
+            db.events.emit(db, event, key)
     else:
         db.delete(key)
+        if db.events:
+            db.events.emit(db, event, key)
+            db.events.emit(db, b"del", key)
     return b"".join(out)
 
 

@@ -305,7 +305,7 @@ def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
         if len(zs.scores) + 1 > entries or len(member) > value:
             zs.big = True
     zs.add(member, float(score))
-    if db.watchers:
+    if db.signalled:
         db.touch(key)
 
 
@@ -314,7 +314,7 @@ def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
     if zs is not None and zs.remove(member):
         if not zs.scores:
             db.delete(key)
-        elif db.watchers:
+        elif db.signalled:
             db.touch(key)
 
 
@@ -336,7 +336,7 @@ def _hset(c: Client, db: Db, key: bytes, pairs: tuple[bytes, ...], _: None) -> N
         h[pairs[i]] = pairs[i + 1]
     if not h.big and len(h) > c.server.hash_limits[0]:
         h.big = True
-    if db.watchers:
+    if db.signalled:
         db.touch(key)
 
 
