@@ -110,6 +110,9 @@ class Client:
         # Frames pushed to this client while it runs a request, sent after
         # that request's reply (Valkey's pending_push_messages).
         self.pushed: list[bytes] | None = None
+        # What this client waits for while a blocking command holds it
+        # (blocking.py), else None.
+        self.blocked: BlockState | None = None
         # Client-side caching (tracking.py): the options, None until the
         # client first turns tracking on.
         self.track: TrackState | None = None
@@ -146,9 +149,6 @@ class Client:
         conn = self.server.connections.get(self.id)
         if conn is not None:
             conn.push(payload)
-        # What this client waits for while a blocking command holds it
-        # (blocking.py), else None.
-        self.blocked: BlockState | None = None
 
     def set_protocol(self, proto: int) -> None:
         self.resp = proto
