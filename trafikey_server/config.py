@@ -362,6 +362,12 @@ def _apply_maxmemory(server: Any, value: int) -> None:
     apply_maxmemory(server, value)
 
 
+def _apply_min_replicas(server: Any, value: int) -> None:
+    from .limits import apply_min_replicas
+
+    apply_min_replicas(server)
+
+
 def _apply_proto_max_bulk_len(server: Any, value: int) -> None:
     from .limits import apply_proto_max_bulk_len
 
@@ -603,8 +609,8 @@ def _options() -> list[Option]:
     E("maxmemory-policy", "noeviction", ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
                                          "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
     N("maxmemory-samples", 5, 1, 64),
-    N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",)),
-    N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",)),
+    N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",), apply=_apply_min_replicas),
+    N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",), apply=_apply_min_replicas),
     B("no-appendfsync-on-rewrite", False),
     E("oom-score-adj", "no", ("no", "yes", "relative", "absolute"), synonyms={"relative": "yes"}),
     N("port", 6379, 0, 65535, mutable=False),  # Valkey rebinds; we keep the listener

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
-from .limits import oom_refusal
+from .limits import write_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 
@@ -196,8 +196,8 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
-    if server.maxmemory:
-        oom = oom_refusal(c, cmd)
+    if server.maxmemory or server.noreplicas:
+        oom = write_refusal(c, cmd, argv)
         if oom is not None:
             cmd.rejected_calls += 1
             if c.multi is not None:

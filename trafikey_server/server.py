@@ -85,6 +85,7 @@ class Server:
         # -- limits (limits.py) --
         self.base_table = self.table
         self.maxmemory = 0
+        self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
         self.used_memory = 0
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
@@ -98,6 +99,7 @@ class Server:
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
+        limits.apply_min_replicas(self)
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
