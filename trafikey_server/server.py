@@ -170,13 +170,8 @@ class Server:
         self.log.notice("Server initialized")
         load_at_startup(self)
         self.write_brand()
-        hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
-        for host in hosts:
-            host = host.lstrip("-")
-            if host == "*":
-                host = "0.0.0.0"
-            lst = Listener(self, host, port, self.config.tcp_backlog)
+        for lst in self._open_listeners(self.config.bind, port):
             lst.start(self.loop)
             self.listeners.append(lst)
             self.ports.append(lst.port)
@@ -189,6 +184,59 @@ class Server:
             f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
         )
         self.log.notice("Ready to accept connections tcp")
+
+    def _open_listeners(self, bind: str, port: int) -> list[Listener]:
+        """A listening socket per bind address (all or none: an OSError
+        closes those already open). Port 0 at start-up picks a free port,
+        the same for every address."""
+        opened: list[Listener] = []
+        try:
+            for host in bind.split() or ["127.0.0.1"]:
+                host = host.lstrip("-")
+                if host == "*":
+                    host = "0.0.0.0"
+                try:
+                    lst = Listener(self, host, port, self.config.tcp_backlog)
+                except OSError as e:
+                    self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
+                                     f"{e.strerror or e}")
+                    raise
+                opened.append(lst)
+                if port == 0:
+                    port = lst.port
+        except OSError:
+            for lst in opened:
+                lst.sock.close()
+            raise
+        return opened
+
+    def relisten(self) -> bool:
+        """CONFIG SET port or bind, as Valkey's changeListener: the old
+        sockets close, new ones open on the configured addresses and port
+        (none for port 0). False if they cannot, the old ones reopened."""
+        assert self.loop is not None
+        old = [(lst.sock.getsockname()[0], lst.port) for lst in self.listeners]
+        for lst in self.listeners:
+            lst.close()
+        self.listeners, self.ports = [], []
+        port = self.config.port
+        try:
+            new = self._open_listeners(self.config.bind, port) if port else []
+        except OSError:
+            new = []
+            for host, p in old:
+                try:
+                    new.append(Listener(self, host, p, self.config.tcp_backlog))
+                except OSError as e:
+                    self.log.warning(f"Failed reopening {host}:{p} after a failed CONFIG SET: {e}")
+            ok = False
+        else:
+            ok = True
+        for lst in new:
+            lst.start(self.loop)
+            self.listeners.append(lst)
+            self.ports.append(lst.port)
+        return ok
 
     def write_brand(self) -> None:
         """Mark the keyspace as served by this job core (``{emq}:version``,
