@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .acl import error_text
 from .errors import CommandError
@@ -31,6 +31,15 @@ BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTI
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
 NOAUTH = CommandError(b"NOAUTH Authentication required.")
+
+
+def busy_error(server: Any, eval_mode: bool) -> bytes:
+    """Valkey's BUSY text for the running script's kind; it names Redis
+    under extended-redis-compatibility."""
+    msg = BUSY_EVAL if eval_mode else BUSY_FUNCTION
+    if server.config.values["extended-redis-compatibility"]:
+        msg = msg.replace(b"Valkey", b"Redis", 1)
+    return msg
 
 # execute's answer for a request that must wait for CLIENT PAUSE to end
 # (pause.py): the connection keeps the request and runs it later.
@@ -177,7 +186,7 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         if refused is not None:
             return refused
     if server.busy_run is not None and not cmd.allow_busy:
-        msg = BUSY_EVAL if server.busy_run.eval_mode else BUSY_FUNCTION
+        msg = busy_error(server, server.busy_run.eval_mode)
         if c.multi is not None:
             if cmd.bname == b"exec":
                 # rejectCommand on EXEC: execCommandAbort ends the transaction.

@@ -392,6 +392,7 @@ class Engine:
             if err is not None:
                 return self._refuse(cmd, err)
         reply = call(self.client, cmd, argv)
+        run.caller.tot_cmds += 1  # Valkey counts a script's commands for its caller too
         t = reply[0]
         if t == 58:  # :
             return 0, int(reply[1:-2])
@@ -617,6 +618,18 @@ class Engine:
         self.scripts.clear()
         self._eval_lru.clear()
         self.lua.execute(b"collectgarbage()")
+
+    def count_engine_reset(self, caller: Client) -> None:
+        """SCRIPT FLUSH and FUNCTION FLUSH give Valkey 9.1 a new Lua engine,
+        whose start reads a setting with a command call (CONFIG GET
+        lua-enable-insecure-api): the flushing client's tot-cmds, the
+        command statistics and the slow log all see it."""
+        root = self.server.table.commands.get(b"config")
+        cmd = root.subcommands.get(b"get") if root is not None else None
+        if cmd is None:
+            return
+        call(self.client, cmd, [b"CONFIG", b"GET", b"lua-enable-insecure-api"])
+        caller.tot_cmds += 1
 
     def execute(self, caller: Client, function: Any, name: bytes, eval_mode: bool, flags: int, ro: bool,
                 argv: list[bytes], nkeys: int) -> bytes:
