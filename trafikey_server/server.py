@@ -8,6 +8,7 @@ small counters that INFO reports.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import secrets
 import signal
@@ -192,12 +193,15 @@ class Server:
         opened: list[Listener] = []
         try:
             for host in bind.split() or ["127.0.0.1"]:
+                optional = host.startswith("-")
                 host = host.lstrip("-")
                 if host == "*":
                     host = "0.0.0.0"
                 try:
                     lst = Listener(self, host, port, self.config.tcp_backlog)
                 except OSError as e:
+                    if optional and e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT):
+                        continue  # "-addr": skipped where the host does not have it, as Valkey does
                     self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
                                      f"{e.strerror or e}")
                     raise
