@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
-from .limits import write_refusal
+from .limits import NOREPLICAS, write_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 
@@ -187,6 +187,11 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             return refused
     if server.busy_run is not None and not cmd.allow_busy:
         msg = busy_error(server, server.busy_run.eval_mode)
+        # Valkey refuses a write for want of replicas before it says BUSY
+        # (it skips maxmemory while a script is busy).
+        if server.noreplicas and write_refusal(c, cmd, argv, oom=False) is not None:
+            msg = NOREPLICAS
+        cmd.rejected_calls += 1  # rejectCommand
         if c.multi is not None:
             if cmd.bname == b"exec":
                 # rejectCommand on EXEC: execCommandAbort ends the transaction.

@@ -195,7 +195,7 @@ def apply_min_replicas(server: Server) -> None:
     apply_maxmemory(server, server.maxmemory)
 
 
-def write_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
+def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) -> bytes | None:
     """Valkey's processCommand checks on the memory and the replicas, in
     its order: over maxmemory a deny-oom command is refused (queued in
     MULTI or not) and so is an EXEC whose queue holds one; a write (or an
@@ -214,7 +214,7 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
                 qw, qd = q.write, q.denyoom
             write = write or qw
             denyoom = denyoom or qd
-    if denyoom and server.maxmemory and server.used_memory > server.maxmemory:
+    if oom and denyoom and server.maxmemory and server.used_memory > server.maxmemory:
         return OOM
     if write and server.noreplicas:
         return NOREPLICAS

@@ -220,17 +220,21 @@ def test_min_replicas_and_scripts(sx: Spare) -> None:
     sx.keyspace()
 
 
-def test_busy_texts_under_redis_compatibility() -> None:
-    """extended-redis-compatibility: the BUSY replies name Redis."""
-    procs = (start_valkey("--busy-reply-threshold", "50", "--extended-redis-compatibility", "yes"),
-             start_trafikey("--busy-reply-threshold", "50", "--extended-redis-compatibility", "yes"))
+@pytest.mark.parametrize("extra", [("--extended-redis-compatibility", "yes"), ("--min-replicas-to-write", "1")])
+def test_busy_texts(extra: tuple[str, str]) -> None:
+    """While a script is busy: under extended-redis-compatibility the BUSY
+    replies name Redis; with min-replicas-to-write a write is refused with
+    NOREPLICAS rather than BUSY."""
+    procs = (start_valkey("--busy-reply-threshold", "50", *extra),
+             start_trafikey("--busy-reply-threshold", "50", *extra))
     try:
         outs = []
         for proc in procs:
             out = []
             other = Wire(proc.port)
             out.append(other.call("FUNCTION", "LOAD",
-                                  "#!lua name=busy\nredis.register_function('spin', function() while true do end end)"))
+                                  "#!lua name=busy\nredis.register_function{function_name='spin', "
+                                  "callback=function() while true do end end, flags={'no-writes'}}"))
             for start in [("EVAL", "while true do end", 0), ("FCALL", "spin", 0)]:
                 caller = Wire(proc.port)
                 caller.send_raw(encode(*start))
@@ -240,8 +244,8 @@ def test_busy_texts_under_redis_compatibility() -> None:
                         break
                     time.sleep(0.02)
                 out.append(reply)
-                for cmd in [("GET", "x"), ("SCRIPT", "KILL"), ("FUNCTION", "KILL"), ("FUNCTION", "STATS"),
-                            ("MULTI",), ("EXEC",)]:
+                for cmd in [("GET", "x"), ("SET", "x", "1"), ("MULTI",), ("SET", "x", "2"), ("EXEC",),
+                            ("SCRIPT", "KILL"), ("FUNCTION", "KILL"), ("FUNCTION", "STATS"), ("MULTI",), ("EXEC",)]:
                     r = other.call(*cmd)
                     out.append(r.split(b"duration_ms")[0])
                     if r == b"+OK\r\n" and "KILL" in cmd:
@@ -251,7 +255,11 @@ def test_busy_texts_under_redis_compatibility() -> None:
             other.close()
             outs.append(out)
         assert outs[1] == outs[0]
-        assert any(b"BUSY Redis is busy" in r for r in outs[0])
+        assert any((b"BUSY Redis is busy" if "--extended-redis-compatibility" in extra else b"NOREPLICAS") in r
+                   for r in outs[0])
+        stats = [Wire(p.port).call("INFO", "commandstats") for p in procs]
+        rejected = [sorted(re.findall(rb"cmdstat_(set|exec):calls=\d+.*rejected_calls=(\d+)", x)) for x in stats]
+        assert rejected[1] == rejected[0]
     finally:
         for p in procs:
             p.stop()
