@@ -370,8 +370,19 @@ def _apply_limits(server: Any, value: int) -> None:
 
 _apply_appendonly = _registered("appendonly")
 _apply_maxmemory = _registered("maxmemory")
+_apply_min_replicas = _registered("min-replicas")
 _apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
 _apply_obuf = _registered("client-output-buffer-limit")
+
+
+def _apply_port(server: Any, value: int) -> None:
+    if not server.relisten():
+        raise ConfigError("Unable to listen on this port. Check server logs.")
+
+
+def _apply_bind(server: Any, value: str) -> None:
+    if not server.relisten():
+        raise ConfigError("Failed to bind to specified addresses.")
 
 
 def _apply_requirepass(server: Any, value: str) -> None:
@@ -598,11 +609,11 @@ def _options() -> list[Option]:
     E("maxmemory-policy", "noeviction", ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
                                          "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
     N("maxmemory-samples", 5, 1, 64),
-    N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",)),
-    N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",)),
+    N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",), apply=_apply_min_replicas),
+    N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",), apply=_apply_min_replicas),
     B("no-appendfsync-on-rewrite", False),
     E("oom-score-adj", "no", ("no", "yes", "relative", "absolute"), synonyms={"relative": "yes"}),
-    N("port", 6379, 0, 65535, mutable=False),  # Valkey rebinds; we keep the listener
+    N("port", 6379, 0, 65535, apply=_apply_port),
     N("prefetch-batch-max-size", 16, 0, 128),
     S("primaryauth", "", aliases=("masterauth",), sensitive=True),
     S("primaryuser", "", aliases=("masteruser",), sensitive=True),
@@ -713,7 +724,7 @@ def _options() -> list[Option]:
     S("unixsocketgroup", "", mutable=False),
     Option("unixsocketperm", "octal", 0, mutable=False, low=0, high=0o777),
     # Valkey rebinds on CONFIG SET bind; this server keeps its listeners.
-    X("bind", "127.0.0.1", _bind, mutable=False),
+    X("bind", "127.0.0.1", _bind, apply=_apply_bind),
     # Options with their own syntax or checks.
     X("save", "3600 1 300 100 60 10000", _save),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",

@@ -31,7 +31,7 @@ from .dispatch import POSTPONED, execute
 from .errors import ProtocolError
 from .limits import admit, check_output, obuf_class, query_buffer_exceeded
 from .log import VERBOSE
-from .parser import PyParser
+from .parser import INLINE_MAX, PyParser
 
 if TYPE_CHECKING:
     from .server import Server
@@ -83,7 +83,7 @@ def _split_length(window: bytes, huge_bulk: Any) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "obuf_soft_since", "held", "held_data")
+                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -104,6 +104,12 @@ class Connection(asyncio.Protocol):
         # line, None when it ended with a newline: the checks above must see
         # a length or an item cut in two by the read boundary.
         self.tail: bytes | None = None
+        # Bytes fed to hiredis since its last CR, and the first byte of the
+        # line they begin (after that CR's LF): Valkey refuses a '*' or '$'
+        # header line that grows past 64 KiB without one, where hiredis would
+        # wait for ever. Kept only across reads that end inside a line.
+        self.span = 0
+        self.span_head = 0
         # When the output buffer first stood over the soft limit (seconds), 0 if not.
         self.obuf_soft_since = 0
         # A request waiting for CLIENT PAUSE to end (pause.py), and reads
@@ -364,9 +370,29 @@ class Connection(asyncio.Protocol):
             self.tail = (tail + data)[-_TAIL:]
         else:
             self.tail = data[-_TAIL:]
+        if data.endswith(b"\r\n"):
+            self.span = 0
+        elif self._long_header(data) and retained is not None:
+            self._fallback(out, None)
+            return
         reader.feed(data)
         self.boundary = False
         self._hiredis_loop(out)
+
+    def _long_header(self, data: bytes) -> bool:
+        """Whether a '*' or '$' line is now open past Valkey's 64 KiB
+        (the exact parser then answers "too big mbulk/bulk count string")."""
+        cr = data.rfind(13)
+        if cr >= 0 or not self.span:
+            start = cr + 1
+            if start < len(data) and data[start] == 10:
+                start += 1
+            self.span = len(data) - start
+            if self.span:
+                self.span_head = data[start]
+        else:
+            self.span += len(data)
+        return self.span > INLINE_MAX and self.span_head in (42, 36)
 
     def _hiredis_loop(self, out: list[bytes]) -> None:
         c = self.client
@@ -484,6 +510,7 @@ class Connection(asyncio.Protocol):
             self.py = None
             self.boundary = True
             self.tail = None
+            self.span = 0
             self.retained = []
             self.retained_len = 0
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .acl import error_text
 from .blocking import Blocked
 from .errors import CommandError
 from .keyspecs import request_keys
-from .limits import oom_refusal
+from .limits import NOREPLICAS, write_refusal
 from .resp import QUEUED
 from .slots import CROSSSLOT, same_slot
 from .tracking import refresh_hooks
@@ -37,6 +37,15 @@ SUBSCRIBED_RESP2 = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscrib
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
 NOAUTH = CommandError(b"NOAUTH Authentication required.")
+
+
+def busy_error(server: Any, eval_mode: bool) -> bytes:
+    """Valkey's BUSY text for the running script's kind; it names Redis
+    under extended-redis-compatibility."""
+    msg = BUSY_EVAL if eval_mode else BUSY_FUNCTION
+    if server.config.values["extended-redis-compatibility"]:
+        msg = msg.replace(b"Valkey", b"Redis", 1)
+    return msg
 
 # execute's answer for a request that must wait for CLIENT PAUSE to end
 # (pause.py): the connection keeps the request and runs it later.
@@ -231,7 +240,12 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         if refused is not None:
             return refused
     if server.busy_run is not None and not cmd.allow_busy:
-        msg = BUSY_EVAL if server.busy_run.eval_mode else BUSY_FUNCTION
+        msg = busy_error(server, server.busy_run.eval_mode)
+        # Valkey refuses a write for want of replicas before it says BUSY
+        # (it skips maxmemory while a script is busy).
+        if server.noreplicas and write_refusal(c, cmd, argv, oom=False) is not None:
+            msg = NOREPLICAS
+        cmd.rejected_calls += 1  # rejectCommand
         if c.multi is not None:
             if cmd.bname == b"exec":
                 # rejectCommand on EXEC: execCommandAbort ends the transaction.
@@ -250,8 +264,8 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
-    if server.maxmemory:
-        oom = oom_refusal(c, cmd)
+    if server.maxmemory or server.noreplicas:
+        oom = write_refusal(c, cmd, argv)
         if oom is not None:
             cmd.rejected_calls += 1
             if c.multi is not None:

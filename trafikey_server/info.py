@@ -66,7 +66,8 @@ def _server(s: Server) -> Fields:
     return [
         ("redis_version", REDIS_COMPAT_VERSION), ("server_name", "valkey"), ("valkey_version", VALKEY_VERSION),
         ("valkey_release_stage", "ga"), ("redis_git_sha1", "00000000"), ("redis_git_dirty", 0),
-        ("redis_build_id", hashlib.sha1(s.version.encode()).hexdigest()[:16]), ("server_mode", "standalone"),
+        ("redis_build_id", hashlib.sha1(s.version.encode()).hexdigest()[:16]), (
+            "redis_mode" if cfg.values["extended-redis-compatibility"] else "server_mode", "standalone"),
         ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
         ("arch_bits", 64 if sys.maxsize > 2**32 else 32), ("monotonic_clock", "POSIX clock_gettime"),
         ("multiplexing_api", "epoll" if sys.platform.startswith("linux") else "kqueue"),

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .server import Server
 
 MAXCLIENTS = b"-ERR max number of clients reached\r\n"
+NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
 OOM = b"OOM command not allowed when used memory > 'maxmemory'."
 PROTECTED = (
     b"-DENIED Running in protected mode because protected mode is enabled and no password is set for the "
@@ -169,15 +170,25 @@ def apply_proto_max_bulk_len(server: Server, value: int) -> None:
 # -- maxmemory ----------------------------------------------------------------------
 
 
+# Commands whose write and deny-oom flags come from the script they run
+# (Valkey's evalGetCommandFlags and fcallGetCommandFlags).
+SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fcall", b"fcall_ro"))
+
+
 def apply_maxmemory(server: Server, value: int) -> None:
     """While a limit is set, deny-oom commands leave the fast path (a table
-    of the server's own), so the check costs nothing without one."""
+    of the server's own), so the check costs nothing without one; so do
+    write commands while min-replicas-to-write refuses them (``noreplicas``),
+    and the script commands under either."""
     server.maxmemory = value
     base = server.base_table
-    if value:
-        server.used_memory = _rss()
+    noreplicas = server.noreplicas
+    if value or noreplicas:
+        if value:
+            server.used_memory = _rss()
         table = copy.copy(base)
-        table.fast = {k: v for k, v in base.fast.items() if not v.denyoom}
+        table.fast = {k: v for k, v in base.fast.items()
+                      if not ((value and v.denyoom) or (noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
         server.table = table
     else:
         server.table = base
@@ -186,17 +197,38 @@ def apply_maxmemory(server: Server, value: int) -> None:
         pause.hide_fast()
 
 
-def oom_refusal(c: Client, cmd: Command) -> bytes | None:
-    """Over maxmemory, Valkey 9.1 refuses a deny-oom command (queued in
-    MULTI or not) and an EXEC whose queue holds one; other commands are
-    queued and run as usual."""
+def apply_min_replicas(server: Server) -> None:
+    """Valkey's checkGoodReplicasStatus: with min-replicas-to-write and
+    min-replicas-max-lag both set, a primary needs that many good replicas
+    to write, and this server never has any."""
+    v = server.config.values
+    server.noreplicas = bool(v["min-replicas-to-write"] and v["min-replicas-max-lag"])
+    apply_maxmemory(server, server.maxmemory)
+
+
+def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) -> bytes | None:
+    """Valkey's processCommand checks on the memory and the replicas, in
+    its order: over maxmemory a deny-oom command is refused (queued in
+    MULTI or not) and so is an EXEC whose queue holds one; a write (or an
+    EXEC of writes) is refused while there are not enough good replicas.
+    A script command counts as a write and as deny-oom as its script's
+    flags say."""
     server = c.server
-    if server.used_memory <= server.maxmemory:
-        return None
-    if cmd.denyoom:
+    write, denyoom = cmd.write, cmd.denyoom
+    if cmd.bname in SCRIPT_RUNNERS:
+        write, denyoom = server.scripting.command_flags(cmd, argv)
+    elif c.multi and cmd.bname == b"exec":
+        for q, qargv in c.multi:
+            if q.bname in SCRIPT_RUNNERS:
+                qw, qd = server.scripting.command_flags(q, qargv)
+            else:
+                qw, qd = q.write, q.denyoom
+            write = write or qw
+            denyoom = denyoom or qd
+    if oom and denyoom and server.maxmemory and server.used_memory > server.maxmemory:
         return OOM
-    if c.multi and cmd.bname == b"exec" and any(q.denyoom for q, _ in c.multi):
-        return OOM
+    if write and server.noreplicas:
+        return NOREPLICAS
     return None
 
 
@@ -230,3 +262,4 @@ def cron(server: Server) -> None:
 register_apply("maxmemory", apply_maxmemory)
 register_apply("proto-max-bulk-len", apply_proto_max_bulk_len)
 register_apply("client-output-buffer-limit", apply_obuf)
+register_apply("min-replicas", lambda server, value: apply_min_replicas(server))

@@ -8,6 +8,7 @@ small counters that INFO reports.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import secrets
 import signal
@@ -95,6 +96,7 @@ class Server:
         # -- limits (limits.py) --
         self.base_table = self.table
         self.maxmemory = 0
+        self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
         self.used_memory = 0
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
@@ -108,6 +110,7 @@ class Server:
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
+        limits.apply_min_replicas(self)
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
@@ -202,13 +205,8 @@ class Server:
         self.log.notice("Server initialized")
         load_at_startup(self)
         self.write_brand()
-        hosts = self.config.bind.split() or ["127.0.0.1"]
         port = self.config.port
-        for host in hosts:
-            host = host.lstrip("-")
-            if host == "*":
-                host = "0.0.0.0"
-            lst = Listener(self, host, port, self.config.tcp_backlog)
+        for lst in self._open_listeners(self.config.bind, port):
             lst.start(self.loop)
             self.listeners.append(lst)
             self.ports.append(lst.port)
@@ -221,6 +219,62 @@ class Server:
             f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
         )
         self.log.notice("Ready to accept connections tcp")
+
+    def _open_listeners(self, bind: str, port: int) -> list[Listener]:
+        """A listening socket per bind address (all or none: an OSError
+        closes those already open). Port 0 at start-up picks a free port,
+        the same for every address."""
+        opened: list[Listener] = []
+        try:
+            for host in bind.split() or ["127.0.0.1"]:
+                optional = host.startswith("-")
+                host = host.lstrip("-")
+                if host == "*":
+                    host = "0.0.0.0"
+                try:
+                    lst = Listener(self, host, port, self.config.tcp_backlog)
+                except OSError as e:
+                    if optional and e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT):
+                        continue  # "-addr": skipped where the host does not have it, as Valkey does
+                    self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
+                                     f"{e.strerror or e}")
+                    raise
+                opened.append(lst)
+                if port == 0:
+                    port = lst.port
+        except OSError:
+            for lst in opened:
+                lst.sock.close()
+            raise
+        return opened
+
+    def relisten(self) -> bool:
+        """CONFIG SET port or bind, as Valkey's changeListener: the old
+        sockets close, new ones open on the configured addresses and port
+        (none for port 0). False if they cannot, the old ones reopened."""
+        assert self.loop is not None
+        old = [(lst.sock.getsockname()[0], lst.port) for lst in self.listeners]
+        for lst in self.listeners:
+            lst.close()
+        self.listeners, self.ports = [], []
+        port = self.config.port
+        try:
+            new = self._open_listeners(self.config.bind, port) if port else []
+        except OSError:
+            new = []
+            for host, p in old:
+                try:
+                    new.append(Listener(self, host, p, self.config.tcp_backlog))
+                except OSError as e:
+                    self.log.warning(f"Failed reopening {host}:{p} after a failed CONFIG SET: {e}")
+            ok = False
+        else:
+            ok = True
+        for lst in new:
+            lst.start(self.loop)
+            self.listeners.append(lst)
+            self.ports.append(lst.port)
+        return ok
 
     def write_brand(self) -> None:
         """Mark the keyspace as served by this job core (``{emq}:version``,

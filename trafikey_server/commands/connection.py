@@ -8,7 +8,7 @@ from ..acl import refresh
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, PONG, bulk
-from ..versions import VALKEY_VERSION
+from ..versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -123,6 +123,8 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
 
 def hello_reply(c: Client) -> bytes:
     r = c.r
+    # extended-redis-compatibility: HELLO names Redis and its version, as Valkey's does.
+    compat = c.server.config.values["extended-redis-compatibility"]
     lua = r.map([
         (bulk(b"name"), bulk(b"lua")),
         (bulk(b"ver"), b":1\r\n"),
@@ -130,8 +132,8 @@ def hello_reply(c: Client) -> bytes:
         (bulk(b"args"), b"*0\r\n"),
     ])
     return r.map([
-        (bulk(b"server"), bulk(b"valkey")),
-        (bulk(b"version"), bulk(VALKEY_VERSION.encode())),
+        (bulk(b"server"), bulk(b"redis" if compat else b"valkey")),
+        (bulk(b"version"), bulk((REDIS_COMPAT_VERSION if compat else VALKEY_VERSION).encode())),
         (bulk(b"proto"), b":%d\r\n" % c.resp),
         (bulk(b"id"), b":%d\r\n" % c.id),
         (bulk(b"mode"), bulk(b"standalone")),

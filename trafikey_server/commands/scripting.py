@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import glob
-from ..dispatch import BUSY_EVAL, BUSY_FUNCTION
+from ..dispatch import busy_error
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, array_header, bulk, integer, status
@@ -121,6 +121,7 @@ def _flush_mode(argv: list[bytes], what: bytes) -> None:
 def script_flush(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv, b"ERR SCRIPT FLUSH only support SYNC|ASYNC option")
     c.server.scripting.flush()
+    c.server.scripting.count_engine_reset(c)
     return OK
 
 
@@ -140,10 +141,8 @@ def _kill(c: Client, eval_mode: bool) -> bytes:
             b"UNKILLABLE Sorry the script already executed write commands against the dataset. You can either "
             b"wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
         )
-    if eval_mode and not run.eval_mode:
-        raise CommandError(BUSY_FUNCTION)
-    if not eval_mode and run.eval_mode:
-        raise CommandError(BUSY_EVAL)
+    if eval_mode != run.eval_mode:
+        raise CommandError(busy_error(c.server, run.eval_mode))
     run.killed = True
     return OK
 
@@ -219,6 +218,7 @@ def function_flush(c: Client, argv: list[bytes]) -> bytes:
                 argv[1][:128].replace(b"\r", b" ").replace(b"\n", b" "), argv[0].upper()))
     _flush_mode(argv, b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     c.server.scripting.libraries.flush()
+    c.server.scripting.count_engine_reset(c)
     return OK
 
 
@@ -266,7 +266,7 @@ def function_stats(c: Client, argv: list[bytes]) -> bytes:
     engine = c.server.scripting
     run = engine.run
     if run is not None and run.eval_mode:
-        raise CommandError(BUSY_EVAL)
+        raise CommandError(busy_error(c.server, True))
     r = c.r
     out = [r.map_header(2), bulk(b"running_script")]
     if run is None:

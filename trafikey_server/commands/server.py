@@ -398,14 +398,23 @@ def config_set(c: Client, argv: list[bytes]) -> bytes:
         except ConfigError as e:
             raise _set_failed(name, str(e)) from None
     old = {opt.name: cfg.values[opt.name] for _, opt, _ in parsed}
+    applied: list[Option] = []
     try:
         for _, opt, value in parsed:
             cfg.values[opt.name] = value
             if opt.apply is not None:
+                applied.append(opt)
                 opt.apply(c.server, value)
     except ConfigError as e:
+        # Valkey's restoreBackupConfig: the old values back, and every
+        # apply already run (the failed one too) run again with them.
         cfg.values.update(old)
-        raise _set_failed(parsed[0][0], str(e)) from None
+        for done in applied:
+            try:
+                done.apply(c.server, old[done.name])
+            except ConfigError as again:
+                c.server.log.warning(f"Failed applying restored failed CONFIG SET command: {again}")
+        raise _set_failed(applied[-1].name.encode() if applied else parsed[0][0], str(e)) from None
     return OK
 
 

@@ -38,6 +38,7 @@ from ..dispatch import call
 from ..errors import CommandError
 from ..floats import format_double
 from ..keyspecs import request_keys
+from ..limits import NOREPLICAS, OOM
 from ..slots import keyslot
 from ..versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from . import lualib
@@ -120,7 +121,7 @@ class Run:
     """What is known about the script that is running right now."""
 
     __slots__ = ("caller", "argv", "name", "eval_mode", "read_only", "allow_cross_slot", "dirty", "killed", "start",
-                 "timed_out", "slot", "shutdown", "acl")
+                 "timed_out", "slot", "shutdown", "acl", "allow_oom")
 
     def __init__(self, caller: Client, argv: list[bytes], name: bytes, eval_mode: bool, read_only: bool,
                  cross_slot: bool) -> None:
@@ -138,6 +139,7 @@ class Run:
         self.slot = -1
         # The caller's user when its commands must be checked (acl.User), else None.
         self.acl = None if caller.acl.unrestricted else caller.acl
+        self.allow_oom = False
 
 
 def _version_num(v: str) -> int:
@@ -285,6 +287,7 @@ class Engine:
             **{k: ApiFunction(f) for k, f in api.items()},
             b"unwrap": self._unwrap, b"double": self._double, b"hook": self._hook,
             b"killed_message": self._killed_message, b"state": self.state,
+            b"call_table": self._api_call_table, b"pcall_table": self._api_pcall_table,
             b"untail": lualib.untail_library_calls,
         })
         internal = table_from([n.encode() for n in sorted(lualib.LIBRARY_SOURCES)])
@@ -334,6 +337,14 @@ class Engine:
             return self.table_from({b"err": _error_text(v), b"ignore_error_stats_update": True})
         return self.table_from({b"err": _error_text(v)})
 
+    def _api_call_table(self, args: Any, n: int) -> Any:
+        """server.call with more arguments than a Python call from Lua can
+        take: they come as a table of n values (nils kept)."""
+        return self._api_call(*[args[i] for i in range(1, n + 1)])
+
+    def _api_pcall_table(self, args: Any, n: int) -> Any:
+        return self._api_pcall(*[args[i] for i in range(1, n + 1)])
+
     def _command(self, args: tuple[Any, ...]) -> tuple[int, Any]:
         """Run a script's command: (0, Lua value), (1, status), (2, error
         reply, or a refusal of the command, both counted in the error
@@ -376,18 +387,57 @@ class Engine:
         if cmd.write:
             if run.read_only:
                 return self._refuse(cmd, b"ERR Write commands are not allowed from read-only scripts.")
+            if not run.dirty:
+                # Valkey's checks before a script's first write: it cannot
+                # stop halfway once it has changed something.
+                server = self.server
+                if server.noreplicas:
+                    return self._refuse(cmd, NOREPLICAS)
+                if (cmd.denyoom and server.maxmemory and not run.allow_oom
+                        and server.used_memory > server.maxmemory):
+                    return self._refuse(cmd, OOM)
             run.dirty = True
         if self.server.slot_checks and cmd.key_specs:
             err = self._slot_error(run, cmd, argv)
             if err is not None:
                 return self._refuse(cmd, err)
         reply = call(self.client, cmd, argv)
+        run.caller.tot_cmds += 1  # Valkey counts a script's commands for its caller too
         t = reply[0]
         if t == 58:  # :
             return 0, int(reply[1:-2])
         if t == 36 and reply[1] != 45:  # a bulk string
             return 0, reply[reply.index(b"\r\n") + 2 : -2]
         return decode(reply, self.table_from)
+
+    def command_flags(self, cmd: Command, argv: list[bytes]) -> tuple[bool, bool]:
+        """(write, deny-oom) of an EVAL or FCALL request, as Valkey's
+        evalGetCommandFlags and fcallGetCommandFlags give them: a script
+        that declares flags is a deny-oom write unless they say otherwise;
+        one that does not (or is unknown) has its command's flags."""
+        flags = COMPAT
+        name = cmd.bname
+        if name.startswith(b"fcall"):
+            f = self.libraries.find(argv[1])
+            if f is not None:
+                flags = f.flags
+        elif name.startswith(b"evalsha"):
+            if len(argv[1]) == 40:
+                script = self.scripts.get(argv[1].lower())
+                if script is not None:
+                    flags = script.flags
+        else:
+            script = self.scripts.get(sha1hex(argv[1]))
+            if script is not None:
+                flags = script.flags
+            else:
+                try:
+                    flags = parse_shebang(argv[1])[0]
+                except ScriptError:
+                    pass
+        if flags & COMPAT:
+            return cmd.write, cmd.denyoom
+        return not flags & NO_WRITES, not flags & (NO_WRITES | ALLOW_OOM)
 
     def _refuse(self, cmd: Command | None, msg: bytes) -> tuple[int, bytes]:
         """A command refused before it ran, counted as Valkey's scriptCall
@@ -608,6 +658,18 @@ class Engine:
         self._eval_lru.clear()
         self.lua.execute(b"collectgarbage()")
 
+    def count_engine_reset(self, caller: Client) -> None:
+        """SCRIPT FLUSH and FUNCTION FLUSH give Valkey 9.1 a new Lua engine,
+        whose start reads a setting with a command call (CONFIG GET
+        lua-enable-insecure-api): the flushing client's tot-cmds, the
+        command statistics and the slow log all see it."""
+        root = self.server.table.commands.get(b"config")
+        cmd = root.subcommands.get(b"get") if root is not None else None
+        if cmd is None:
+            return
+        call(self.client, cmd, [b"CONFIG", b"GET", b"lua-enable-insecure-api"])
+        caller.tot_cmds += 1
+
     def execute(self, caller: Client, function: Any, name: bytes, eval_mode: bool, flags: int, ro: bool,
                 argv: list[bytes], nkeys: int) -> bytes:
         """Run a script (EVAL) or a function (FCALL) for the caller, whose
@@ -615,6 +677,7 @@ class Engine:
         read_only = ro or (not flags & COMPAT and bool(flags & NO_WRITES))
         cross = bool(flags & (COMPAT | ALLOW_CROSS_SLOT))
         run = Run(caller, argv, name, eval_mode, read_only, cross)
+        run.allow_oom = not flags & COMPAT and bool(flags & ALLOW_OOM)
         if self.server.slot_checks and nkeys:
             run.slot = keyslot(argv[3])
         c = self.client

@@ -379,7 +379,7 @@ end)
 -- script spinning in a coroutine still answers to SCRIPT KILL.
 local co_create, co_wrap = coroutine.create, coroutine.wrap
 local function lua_function(f)
-    return type(f) == "function" and dbg.getinfo(f, "S").what ~= "C"
+    return type(f) == "function" and not py_funcs[f] and dbg.getinfo(f, "S").what ~= "C"
 end
 local function hooked(f)
     local h, mask, count = dbg.gethook()
@@ -472,8 +472,25 @@ end
 
 local api = {}
 
-api.call = py_func(py.call)
-api.pcall = py_func(py.pcall)
+-- server.call and server.pcall are Lua functions: a C function of lupa cannot
+-- take as many arguments as Valkey's (a Python call needs stack room beyond
+-- Lua's 8000-slot limit for C frames, and `unpack` alone gives 7999), so a
+-- call with that many goes to Python as one table. Their frames are looked
+-- through like this chunk's, and compile() keeps the script's frame when it
+-- tail-calls them (lualib/bytecode.py).
+local BIG_CALL = 7000
+local function api_function(f, f_table)
+    local function wrapper(...)
+        local n = select("#", ...)
+        if n < BIG_CALL then
+            return f(...)
+        end
+        return f_table({...}, n)
+    end
+    return py_func(wrapper)
+end
+api.call = api_function(py.call, py.call_table)
+api.pcall = api_function(py.pcall, py.pcall_table)
 api.sha1hex = py_func(py.sha1hex)
 api.log = py_func(py.log)
 api.setresp = py_func(py.setresp)
@@ -531,6 +548,19 @@ api.debug = function() end
 local api_proxy = protect(api)
 rawset(G, "server", api_proxy)
 rawset(G, "redis", api_proxy)
+
+-- string.dump refuses the API functions, which are C functions in Valkey.
+local dump = string_dump
+G.string.dump = function(...)
+    local f = ...
+    if type(f) ~= "function" then
+        error(argmsg(1, typemsg(1, select("#", ...), f, "function")), 0)
+    end
+    if py_funcs[f] then
+        error(errmsg("unable to dump given function"), 0)
+    end
+    return dump(f)
+end
 
 -- Every library table is read-only for scripts.
 for _, name in ipairs({"string", "math", "table", "os", "coroutine", "cjson", "struct", "cmsgpack", "bit"}) do

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 
+OP_MOVE = 0
 OP_GETGLOBAL = 5
 OP_GETTABLE = 6
 OP_SELF = 11
@@ -102,7 +103,8 @@ LIBRARY_FUNCTIONS = frozenset(
     b"encode decode encode_keep_buffer encode_max_depth decode_max_depth encode_invalid_numbers "
     b"decode_invalid_numbers encode_number_precision encode_sparse_array new "
     b"pack unpack unpack_one unpack_limit size "
-    b"tobit tohex bnot band bor bxor lshift rshift arshift rol ror bswap".split()
+    b"tobit tohex bnot band bor bxor lshift rshift arshift rol ror bswap "
+    b"call pcall dump".split()  # server.call, server.pcall and string.dump are Lua functions too
 )
 
 
@@ -113,6 +115,10 @@ def _library_call(code: list[int], consts: list[bytes | None], pc: int, reg: int
     fields = 0
     while j is not None:
         op, a, b, c = _fields(code[j])
+        if op == OP_MOVE and a == reg and fields == 0:  # a local holding the function
+            reg = b
+            j = _writer(code, j, reg)
+            continue
         if op == OP_GETGLOBAL and a == reg:
             return fields > 0
         if op not in (OP_GETTABLE, OP_SELF) or a != reg or c < 256 or not isinstance(consts[c - 256], bytes):
