@@ -218,6 +218,8 @@ def client_help(c: Client, argv: list[bytes]) -> bytes:
 def _flags(c: Client) -> str:
     """Valkey's flag letters, in its order, for the states this server has."""
     out = "O" if c in c.server.observer.monitors else ""  # MONITOR mode
+    if c.subscriptions:
+        out += "P"  # pub/sub mode
     if c.multi is not None or c.in_exec:
         out += "x"
     if c.watch_dirty:
@@ -300,7 +302,8 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={_text(c.name)} "
         f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} capa= "
-        f"db={c.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
+        f"db={c.db.id} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
+        f"multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
         f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "
         f"omem=0 tot-mem={tot_mem} events=r "
         f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir=-1 resp={c.resp} lib-name={_text(c.lib_name)} "
