@@ -21,16 +21,32 @@ from __future__ import annotations
 import itertools
 import re
 
-from resp_wire import Wire, encode
+from resp_wire import Wire, encode, reply_end
 
 _tokens = itertools.count()
 _HELLO_ID = re.compile(rb"\$2\r\nid\r\n:\d+\r\n")
 Step = tuple  # (client index, *request) or (client index, "RAW", bytes)
 
 
+CLOSED = b"<closed>"
+
+
+def _frames(buf: bytes) -> list[bytes]:
+    out = []
+    while buf:
+        end = reply_end(buf)
+        if end < 0:
+            out.append(buf)
+            break
+        out.append(buf[:end])
+        buf = buf[end:]
+    return out
+
+
 class Clients:
     def __init__(self, port: int, protos: list[int]) -> None:
         self.wires = [Wire(port) for _ in protos]
+        self.closed: set[Wire] = set()
         for w, proto in zip(self.wires, protos, strict=True):
             if proto == 3:
                 assert w.call("HELLO", "3").startswith(b"%")
@@ -40,17 +56,28 @@ class Clients:
             w.close()
 
     def sync(self, w: Wire) -> list[bytes]:
+        """What w received since the last sync; a connection the server
+        closed records what came before the close, then CLOSED, and is
+        left alone afterwards."""
+        if w in self.closed:
+            return []
         token = b"sync-%d" % next(_tokens)
-        w.send_raw(encode("PING", token))
         ends = (b"$%d\r\n%s\r\n" % (len(token), token),
                 b"*2\r\n$4\r\npong\r\n$%d\r\n%s\r\n" % (len(token), token))
         got = []
-        while True:
-            frame = w.read_reply()
-            if frame in ends:
-                return got
-            # A HELLO reply names the connection's id, which differs.
-            got.append(_HELLO_ID.sub(b"$2\r\nid\r\n:ID\r\n", frame))
+        try:
+            w.send_raw(encode("PING", token))
+            while True:
+                frame = w.read_reply()
+                if frame in ends:
+                    return got
+                # A HELLO reply names the connection's id, which differs.
+                got.append(_HELLO_ID.sub(b"$2\r\nid\r\n:ID\r\n", frame))
+        except OSError:  # ConnectionError included
+            got.extend(_frames(w.buf))
+            got.append(CLOSED)
+            self.closed.add(w)
+            return got
 
     def step(self, i: int, *request: object) -> list[list[bytes]]:
         if len(request) == 2 and request[0] == "RAW":
