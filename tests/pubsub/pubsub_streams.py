@@ -47,6 +47,7 @@ class Clients:
     def __init__(self, port: int, protos: list[int]) -> None:
         self.wires = [Wire(port) for _ in protos]
         self.closed: set[Wire] = set()
+        self.quiet: set[int] = set()
         for w, proto in zip(self.wires, protos, strict=True):
             if proto == 3:
                 assert w.call("HELLO", "3").startswith(b"%")
@@ -84,10 +85,20 @@ class Clients:
             self.wires[i].send_raw(request[1])  # type: ignore[arg-type]
         else:
             self.wires[i].send_raw(encode(*request))  # type: ignore[arg-type]
-        return [self.sync(w) for w in self.wires]
+        return [[] if n in self.quiet else self.sync(w) for n, w in enumerate(self.wires)]
 
     def run(self, steps: list[Step]) -> list[list[list[bytes]]]:
-        return [self.step(s[0], *s[1:]) for s in steps]
+        """A step ``("QUIET", {indexes})`` stops synchronising those clients
+        (one whose replies are off cannot answer a PING) until the next
+        such step; what they receive meanwhile shows in their next record."""
+        out = []
+        for s in steps:
+            if s[0] == "QUIET":
+                self.quiet = s[1]
+                out.append([])
+            else:
+                out.append(self.step(s[0], *s[1:]))
+        return out
 
 
 def transcripts(valkey_port: int, trafikey_port: int, protos: list[int],
