@@ -100,3 +100,15 @@ def test_acl_pubsub_default(valkey_server: Proc, trafikey_server: Proc, cleanup:
         (0, "ACL", "SETUSER", "ch2", "reset"),
         (0, "ACL", "LIST"),
     ])
+
+
+def test_subscriber_closing_itself(valkey_server: Proc, trafikey_server: Proc, cleanup: None) -> None:
+    """A RESP3 subscriber that takes its own user's channel away gets its
+    reply, then is closed."""
+    assert_same(valkey_server.port, trafikey_server.port, [3, 2], [
+        (1, "ACL", "SETUSER", "ch1", "on", "nopass", "+@all", "~*", "&a"),
+        (0, "AUTH", "ch1", "x"),
+        (0, "SUBSCRIBE", "a"),
+        (0, "ACL", "SETUSER", "ch1", "resetchannels"),
+        (1, "PUBSUB", "NUMSUB", "a"),
+    ])

@@ -16,7 +16,7 @@ def test_client_reply_with_pubsub(valkey_server: Proc, trafikey_server: Proc, pr
         (0, "CLIENT", "REPLY", "MAYBE"),
         ("QUIET", {0}),
         (0, "RAW", encode("CLIENT", "REPLY", "OFF") + encode("SET", "cr", "1") + encode("GET", "cr")
-         + encode("NOSUCHCOMMAND") + encode("SUBSCRIBE", "cr.a") + encode("PSUBSCRIBE", "cr.*")),
+         + encode("NOSUCHCOMMAND") + encode("SUBSCRIBE", "cr.a") + encode("PSUBSCRIBE", "cr.*"), 2),
         (1, "PUBLISH", "cr.a", "heard"),
         ("QUIET", set()),
         (0, "RAW", encode("UNSUBSCRIBE", "cr.a") + encode("PUNSUBSCRIBE") + encode("CLIENT", "REPLY", "ON")
