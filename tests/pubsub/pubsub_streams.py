@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 
 from resp_wire import Wire, encode, reply_end
 
@@ -112,10 +113,27 @@ class Clients:
         return out
 
 
+def settle(port: int) -> None:
+    """Wait (short polls) until no subscription is left on the server:
+    connections closed by an earlier test may still be going away, and a
+    scenario that counts channels or patterns must start from none."""
+    w = Wire(port)
+    try:
+        for _ in range(500):
+            if (w.call("PUBSUB", "NUMPAT") == b":0\r\n" and w.call("PUBSUB", "CHANNELS") == b"*0\r\n"
+                    and w.call("PUBSUB", "SHARDCHANNELS") == b"*0\r\n"):
+                return
+            time.sleep(0.002)
+        raise AssertionError("subscriptions left over on the server")
+    finally:
+        w.close()
+
+
 def transcripts(valkey_port: int, trafikey_port: int, protos: list[int],
                 steps: list[Step]) -> tuple[list, list]:
     out = []
     for port in (valkey_port, trafikey_port):
+        settle(port)
         cl = Clients(port, protos)
         try:
             out.append(cl.run(steps))

@@ -124,3 +124,29 @@ def test_info_and_client_list(valkey_server: Proc, trafikey_server: Proc) -> Non
         cl.close()
         seen.append(out)
     assert seen[1] == seen[0]
+
+
+def test_client_type_pubsub(valkey_server: Proc, trafikey_server: Proc) -> None:
+    """A subscribed client is of type pubsub for CLIENT LIST and CLIENT KILL."""
+    seen = []
+    for port in (valkey_server.port, trafikey_server.port):
+        cl = Clients(port, [2, 3, 2])
+        a, b, adm = cl.wires
+        out = []
+        ids = [w.call("CLIENT", "ID")[1:-2] for w in (a, b)]
+        cl.step(0, "CLIENT", "SETNAME", "ty-a")
+        cl.step(1, "CLIENT", "SETNAME", "ty-b")
+        cl.step(0, "SUBSCRIBE", "ty.a")
+        cl.step(1, "SSUBSCRIBE", "ty.s")
+        # Only this test's clients are counted: others may still be closing.
+        for t in ("pubsub", "normal"):
+            listed = adm.call("CLIENT", "LIST", "TYPE", t)
+            out.append(sorted(n for n in (b"name=ty-a", b"name=ty-b") if n in listed))
+        cl.step(1, "SUNSUBSCRIBE")
+        out.append(adm.call("CLIENT", "KILL", "ID", ids[1], "TYPE", "pubsub"))
+        out.append(adm.call("CLIENT", "KILL", "ID", ids[0], "TYPE", "pubsub"))
+        out.append(cl.step(2, "PUBSUB", "NUMSUB", "ty.a"))
+        out.append(cl.step(1, "PING"))
+        cl.close()
+        seen.append(out)
+    assert seen[1] == seen[0]

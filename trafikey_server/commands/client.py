@@ -40,7 +40,8 @@ _MULTI_CMD = 32
 _WATCHED_KEY = 80
 _HASHTABLE = 80
 _BUCKET = 64
-# Client types CLIENT LIST / KILL accept; only "normal" connections exist here.
+# Client types CLIENT LIST / KILL accept; connections here are "normal", or
+# "pubsub" while subscribed (Valkey's getClientType).
 _TYPES = {b"normal": "normal", b"master": "primary", b"primary": "primary", b"slave": "replica",
           b"replica": "replica", b"pubsub": "pubsub"}
 _FLAG_CHARS = frozenset(b"bcdeirtuxABEIMNOPRSTU")
@@ -234,6 +235,10 @@ def client_help(c: Client, argv: list[bytes]) -> bytes:
 
 
 # -- one connection's line ------------------------------------------------------------
+
+
+def _type_of(c: Client) -> str:
+    return "pubsub" if c.subscriptions else "normal"
 
 
 def _flags(c: Client) -> str:
@@ -448,7 +453,7 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
         pred: Pred
         if base == b"type":
             t = _client_type(val)
-            pred = lambda x, t=t: t == "normal"  # noqa: E731 - every connection here is a normal client
+            pred = lambda x, t=t: t == _type_of(x)  # noqa: E731
         elif base == b"user":
             u = _user(val)
             pred = lambda x, u=u: x.user == u  # noqa: E731
