@@ -573,7 +573,6 @@ def refresh(c: Client) -> None:
     requests skip the authentication and permission checks?"""
     acl = c.server.acl
     # A RESP2 client in pub/sub mode may run only a few commands (dispatch
-    # checks which), and CLIENT REPLY OFF / SKIP silences replies in
-    # dispatch: such a client leaves the fast path meanwhile.
+    # checks which), so it leaves the fast path while subscribed.
     c.unrestricted = ((c.authenticated or not acl.auth_required()) and c.acl.unrestricted
-                      and not (c.subscriptions and c.resp == 2) and not c.reply_mode)
+                      and not (c.subscriptions and c.resp == 2))

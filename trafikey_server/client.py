@@ -41,7 +41,7 @@ class Client:
         "in_exec", "in_script", "flags_extra", "tot_net_in", "tot_net_out",
         "tot_cmds", "mstate", "watch_dbs", "exec_argv", "exec_queue", "exec_out",
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
-        "subscriptions", "pushed", "reply_mode",
+        "subscriptions", "pushed",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -107,8 +107,6 @@ class Client:
         # Frames pushed to this client while it runs a request, sent after
         # that request's reply (Valkey's pending_push_messages).
         self.pushed: list[bytes] | None = None
-        # CLIENT REPLY: 0 on, else dispatch.REPLY_OFF / REPLY_SKIP_NEXT / REPLY_SKIP.
-        self.reply_mode = 0
 
     def push(self, payload: bytes) -> None:
         """Send out-of-band data (an encoded frame: a pub/sub message, a

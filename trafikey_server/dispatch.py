@@ -13,7 +13,7 @@ import sys
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
-from .acl import error_text, refresh
+from .acl import error_text
 from .errors import CommandError
 from .keyspecs import request_keys
 from .limits import oom_refusal
@@ -30,14 +30,6 @@ BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTI
 # What a RESP2 client in pub/sub mode may still run.
 SUBSCRIBED_RESP2 = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe", b"psubscribe",
                               b"punsubscribe", b"quit", b"reset"))
-
-# CLIENT REPLY's modes (Client.reply_mode; 0 is ON).
-REPLY_OFF = 1
-REPLY_SKIP_NEXT = 2  # set by CLIENT REPLY SKIP, for the request after it
-REPLY_SKIP = 3
-# Commands whose reply is a push in Valkey: sent even while replies are off.
-PUSH_REPLIES = frozenset((b"subscribe", b"unsubscribe", b"psubscribe", b"punsubscribe", b"ssubscribe",
-                          b"sunsubscribe"))
 
 # Commands that run at once even inside MULTI.
 _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
@@ -129,28 +121,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
                 server.observer.record(c, cmd, argv, us)
             return reply
-    reply = _execute(c, argv)
-    if c.reply_mode:
-        return _quiet(c, reply)
-    return reply
-
-
-def _quiet(c: Client, reply: bytes) -> bytes:
-    """CLIENT REPLY OFF / SKIP: the reply is dropped, except the
-    confirmations of the subscribe family, which Valkey sends as pushes.
-    SKIP silences the request after the one that asked."""
-    mode = c.reply_mode
-    if reply is POSTPONED:
-        return reply
-    if mode == REPLY_SKIP_NEXT:
-        c.reply_mode = REPLY_SKIP
-        return reply
-    if mode == REPLY_SKIP:
-        c.reply_mode = 0
-        refresh(c)
-    if c.last_cmd in PUSH_REPLIES:
-        return reply
-    return b""
+    return _execute(c, argv)
 
 
 def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:

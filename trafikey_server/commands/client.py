@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..acl import refresh
-from ..dispatch import REPLY_OFF, REPLY_SKIP_NEXT
 from ..errors import CommandError, syntax
 from ..parsing import to_int
 from ..resp import OK, array, bulk, integer
@@ -196,25 +194,6 @@ def _on_off(arg: bytes) -> bool:
     if low == b"off":
         return False
     raise syntax()
-
-
-def client_reply(c: Client, argv: list[bytes]) -> bytes:
-    """CLIENT REPLY ON | OFF | SKIP: dispatch silences the replies (OFF
-    and SKIP are not answered themselves)."""
-    mode = argv[2].lower()
-    if mode == b"on":
-        c.reply_mode = 0
-        refresh(c)
-        return OK
-    if mode == b"off":
-        c.reply_mode = REPLY_OFF
-    elif mode == b"skip":
-        if c.reply_mode != REPLY_OFF:
-            c.reply_mode = REPLY_SKIP_NEXT
-    else:
-        raise syntax()
-    refresh(c)
-    return b""
 
 
 def client_no_evict(c: Client, argv: list[bytes]) -> bytes:

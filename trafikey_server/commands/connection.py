@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..acl import refresh
-from ..dispatch import REPLY_SKIP
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, PONG, bulk
@@ -146,8 +145,6 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.discard_multi()
     c.server.observer.drop(c)  # RESET leaves MONITOR mode
     c.server.pubsub.drop_client(c)  # and pub/sub mode, without a word
-    if c.reply_mode != REPLY_SKIP:  # CLIENT REPLY ON, unless RESET itself is being skipped
-        c.reply_mode = 0
     c.select(0)
     c.set_protocol(2)
     c.name = b""
