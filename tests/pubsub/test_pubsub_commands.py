@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from pubsub_streams import Clients, assert_same
+from pubsub_streams import Clients, assert_same, settle
 from resp_wire import encode
 from servers import Proc
 
@@ -102,6 +102,7 @@ def test_info_and_client_list(valkey_server: Proc, trafikey_server: Proc) -> Non
     rbp, the reply buffer's peak)."""
     seen = []
     for port in (valkey_server.port, trafikey_server.port):
+        settle(port)
         cl = Clients(port, [2, 3, 2])
         a, b, adm = cl.wires
         out = [_pubsub_info(adm)]
