@@ -215,7 +215,7 @@ def markdown(r: Results) -> str:
         " (the CPU figures stay valid).",
         "",
     ]
-    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _blocking(r) + _targets(r)
+    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _blocking(r) + _pubsub(r) + _targets(r)
     if r.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     return "\n".join(lines)
@@ -358,6 +358,28 @@ def _blocking(r: Results) -> list[str]:
         out.append(f"| {shape} | {pct(kv)} | {pct(kt)}"
                    f" | {_f(_ratio(r.median('blocking', kt, 'p50_us'), r.median('blocking', kv, 'p50_us')), '.2f')}"
                    f" | {_f(vc, '.1f')} | {_f(tc, '.1f')} | {_f(_ratio(tc, vc), '.2f')} |")
+    return [*out, ""]
+
+
+def _pubsub(r: Results) -> list[str]:
+    m = r.meta
+    out = ["## Pub/sub: PUBLISH fan-out", "",
+           f"One publisher pipelining PUBLISH ({m.get('batch')} a batch) to N subscribers that read everything;"
+           f" {m.get('pubsub_messages', 0):,} messages delivered per run, 100-byte payloads. No target: reported.",
+           "",
+           "| subscribers | Valkey PUBLISH/s | trafikey PUBLISH/s | ratio ↑ | Valkey msg/s | trafikey msg/s"
+           " | Valkey µs/PUBLISH | trafikey µs/PUBLISH | CPU ratio ↓ | gen core V / t |",
+           "|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+    if "pubsub" not in r.samples:
+        return [*out[:1], "", "not run", ""]
+    for n in ("1", "10", "100"):
+        kv, kt = (n, VALKEY), (n, TRAFIKEY)
+        vp, tp = r.median("pubsub", kv, "publish_per_s"), r.median("pubsub", kt, "publish_per_s")
+        vm, tm = r.median("pubsub", kv, "delivered_per_s"), r.median("pubsub", kt, "delivered_per_s")
+        vc, tc = r.median("pubsub", kv, "cpu_us"), r.median("pubsub", kt, "cpu_us")
+        out.append(f"| {n} | {_f(vp)} | {_f(tp)} | {_f(_ratio(tp, vp), '.2f')} | {_f(vm)} | {_f(tm)}"
+                   f" | {_f(vc, '.2f')} | {_f(tc, '.2f')} | {_f(_ratio(tc, vc), '.2f')}"
+                   f" | {_gen(r, 'pubsub', kv)} / {_gen(r, 'pubsub', kt)} |")
     return [*out, ""]
 
 

@@ -44,6 +44,15 @@ ALL = READ | WRITE
 # Reasons a request is refused, ordered as Valkey ranks them when it picks one.
 DENIED_CMD = 1
 DENIED_KEY = 2
+DENIED_CHANNEL = 3
+
+# Where the channels of a pub/sub command are (Valkey's getChannelsFromCommand,
+# for the flags the ACL checks): the first argument or all of them, and
+# whether they are patterns (checked literally against the user's list).
+_CHANNEL_ARGS = {
+    b"publish": (False, False), b"spublish": (False, False),
+    b"subscribe": (True, False), b"ssubscribe": (True, False), b"psubscribe": (True, True),
+}
 
 _WRITE_FLAGS = frozenset(("insert", "delete", "update"))
 
@@ -129,8 +138,9 @@ class User:
 
     @property
     def unrestricted(self) -> bool:
-        """Runs anything on any key: no check is needed for this user's requests."""
-        return self.allcommands and self.allkeys
+        """Runs anything on any key and channel: no check is needed for this
+        user's requests."""
+        return self.allcommands and self.allkeys and self.allchannels
 
     # -- describing ------------------------------------------------------------------
 
@@ -214,7 +224,23 @@ class User:
                 need = (READ if "access" in flags else 0) | (WRITE if _WRITE_FLAGS.intersection(flags) else 0)
                 if not self.key_allowed(argv[pos], need):
                     return DENIED_KEY, pos
+        if not self.allchannels:
+            where = _CHANNEL_ARGS.get(cmd.bname)
+            if where is not None:
+                every, is_pattern = where
+                for pos in range(1, len(argv) if every else 2):
+                    if not self.channel_allowed(argv[pos], is_pattern):
+                        return DENIED_CHANNEL, pos
         return 0, 0
+
+    def channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
+        """Valkey's ACLCheckChannelAgainstList: a channel is matched against
+        the user's patterns, a subscribed pattern only equals one of them."""
+        if self.allchannels:
+            return True
+        if is_pattern:
+            return channel in self.channels
+        return any(match(pat, channel) for pat in self.channels)
 
     # -- changing ----------------------------------------------------------------------
 
@@ -405,6 +431,8 @@ def error_text(reason: int, user: User, cmd: Command) -> bytes:
     """Valkey's getAclErrorMessage, non-verbose."""
     if reason == DENIED_CMD:
         return b"User %s has no permissions to run the '%s' command" % (user.name, cmd.bname)
+    if reason == DENIED_CHANNEL:
+        return b"No permissions to access a channel"
     return b"No permissions to access a key"
 
 
@@ -453,11 +481,16 @@ class Acl:
         refresh(c)
         return True
 
-    def set_user(self, name: bytes, ops: Iterable[bytes]) -> None:
+    def set_user(self, name: bytes, ops: Iterable[bytes], current: Client | None = None) -> None:
         """ACL SETUSER: all modifiers apply to a copy; the user changes only
-        if every one of them is valid."""
+        if every one of them is valid. A new user, and ``reset``, start with
+        the channels acl-pubsub-default gives. Clients of the user whose
+        subscriptions the new rules no longer allow are disconnected."""
         old = self.users.get(name)
+        all_channels = self.server.config.values.get("acl-pubsub-default") == "allchannels"
         tmp = old.copy() if old is not None else User(name)
+        if old is None and all_channels:
+            tmp.allchannels = True
         table = self.server.table
         for op in ops:
             try:
@@ -465,12 +498,33 @@ class Acl:
             except AclError as e:
                 raise CommandError(b"ERR Error in ACL SETUSER modifier '%s': %s" % (
                     op.split(b"\0", 1)[0], e.text.encode())) from None
+            if all_channels and op.lower() == b"reset":
+                tmp.allchannels, tmp.channels = True, []
         if old is None:
             self.users[name] = tmp
         else:
+            self._kill_subscribers(old, tmp, current)
             for slot in User.__slots__:
                 setattr(old, slot, getattr(tmp, slot))
         self.changed()
+
+    def _kill_subscribers(self, old: User, new: User, current: Client | None) -> None:
+        """Valkey's ACLKillPubsubClientsIfNeeded: unless the new channel
+        rules keep every old one, a client of the user subscribed to a
+        pattern, channel or shard channel they no longer allow is closed."""
+        server = self.server
+        ps = server.pubsub
+        if new.allchannels or not (ps.channels or ps.patterns or ps.shard_channels):
+            return
+        if not old.allchannels and all(ch in new.channels for ch in old.channels):
+            return
+        for c in list(server.clients.values()):
+            if c.acl is not old or not c.subscriptions:
+                continue
+            if (any(not new.channel_allowed(p, True) for p in c.patterns)
+                    or any(not new.channel_allowed(ch, False) for ch in c.channels)
+                    or any(not new.channel_allowed(ch, False) for ch in c.shard_channels)):
+                close_client(c, current)
 
     def delete(self, names: Sequence[bytes], current: Client) -> int:
         if b"default" in names:
@@ -494,6 +548,23 @@ class Acl:
         """A user changed: every client's fast-path flag is recomputed."""
         for c in self.server.clients.values():
             refresh(c)
+
+
+def close_client(victim: Client, current: Client | None) -> None:
+    """Valkey's freeClient from a command: the client running it is closed
+    after its reply; another is gone at once (its subscriptions with it),
+    so a later request in the same pipeline no longer sees it."""
+    if victim is current:
+        victim.closing = True
+        victim.close_after_reply = True
+        return
+    victim.closing = True
+    server = victim.server
+    conn = server.connections.get(victim.id)
+    if conn is not None and conn.transport is not None:
+        conn.transport.abort()
+    victim.unwatch()
+    server.client_disconnected(conn, victim)
 
 
 def refresh(c: Client) -> None:

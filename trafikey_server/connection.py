@@ -83,7 +83,7 @@ def _split_length(window: bytes, huge_bulk: Any) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head")
+                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -116,6 +116,8 @@ class Connection(asyncio.Protocol):
         # that arrived while it waits.
         self.held: list[bytes] | None = None
         self.held_data: list[bytes] = []
+        # Frames pushed to the client during this turn of the event loop.
+        self.pending: list[bytes] | None = None
 
     # -- asyncio.Protocol ----------------------------------------------------
 
@@ -187,6 +189,9 @@ class Connection(asyncio.Protocol):
         self._send(c, out)
 
     def _send(self, c: Client, out: list[bytes]) -> None:
+        if self.pending is not None:  # frames pushed before this read: first
+            out[:0] = self.pending
+            self.pending = None
         aof = self.server.aof
         if aof is not None and aof.hold(self, out):
             return  # sent once this turn's records are written (and fsynced under always)
@@ -200,13 +205,37 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
     def push(self, payload: bytes) -> None:
-        """Client.push for a client that is not running a request: written
-        now (or held behind replies still waiting for the append-only
-        log), then the output-buffer limit of its class is checked."""
+        """Client.push for a client that is not running a request. Frames
+        wait for the end of the event loop's turn and go out in one write,
+        as Valkey fills a client's buffer and writes it before it sleeps:
+        a PUBLISH to many subscribers costs one write per subscriber per
+        turn, not one per message. A read by this client in the same turn
+        sends them before its own replies (``_send``)."""
+        pending = self.pending
+        if pending is not None:
+            pending.append(payload)
+            return
+        self.pending = [payload]
+        server = self.server
+        queue = server.push_queue
+        queue.append(self)
+        if len(queue) == 1:
+            if server.loop is not None:
+                server.loop.call_soon(flush_pushes, server)
+            else:  # no event loop (start-up): at once
+                flush_pushes(server)
+
+    def flush(self) -> None:
+        """Write the frames pushed this turn (or hold them behind replies
+        still waiting for the append-only log), then check the output-buffer
+        limit of the client's class."""
+        pending = self.pending
+        self.pending = None
         c = self.client
         transport = self.transport
-        if c is None or transport is None:
+        if not pending or c is None or c.closing or transport is None:
             return
+        payload = pending[0] if len(pending) == 1 else b"".join(pending)
         server = self.server
         aof = server.aof
         if aof is not None and aof.hold(self, [payload]):
@@ -513,6 +542,15 @@ class Connection(asyncio.Protocol):
             self.span = 0
             self.retained = []
             self.retained_len = 0
+
+
+def flush_pushes(server: Server) -> None:
+    """End of the event loop's turn: every connection pushed to writes."""
+    queue = server.push_queue
+    server.push_queue = []
+    for conn in queue:
+        if conn.pending is not None:
+            conn.flush()
 
 
 def _addr(info: Any) -> str:

@@ -277,7 +277,7 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             server.count_error(oom)
             return b"-" + oom + b"\r\n"
     if c.subscriptions and c.resp == 2 and (cmd.parent or cmd).bname not in SUBSCRIBED_RESP2:
-        return _reject(c, cmd, b"ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+        return _reject(c, cmd, b"Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
                            b"RESET are allowed in this context" % cmd.bname)
     if server.pause.end and server.pause.must_wait(c, cmd, argv):
         return POSTPONED
@@ -293,10 +293,14 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:
-    """Valkey's rejectCommand: counted, and a transaction being queued is doomed."""
+    """Valkey's rejectCommandFormat: an ERR, counted; a transaction being
+    queued is doomed, and EXEC itself ends it (execCommandAbort)."""
     cmd.rejected_calls += 1
+    if cmd.bname == b"exec":
+        return _exec_abort(c, msg)
     if c.multi is not None:
         flag_transaction(c)
+    msg = b"ERR " + msg
     c.server.count_error(msg)
     return b"-" + msg + b"\r\n"
 

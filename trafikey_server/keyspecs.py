@@ -180,5 +180,11 @@ def request_keys(cmd: Command, argv: Sequence[bytes]) -> list[bytes]:
     arguments do not fit the specs (the command itself will refuse them)."""
     refs = extract(cmd, argv)
     if not refs:
+        if cmd.key_specs and cmd.first_key and all("not_key" in spec.get("flags", ()) for spec in cmd.key_specs):
+            # Shard channels (SSUBSCRIBE, SPUBLISH, ...) are no keys, but a
+            # cluster routes them by their slot all the same: Valkey reads
+            # them from the command's legacy key range.
+            last = cmd.last_key if cmd.last_key >= 0 else len(argv) + cmd.last_key
+            return list(argv[cmd.first_key:last + 1:max(cmd.key_step, 1)])
         return []
     return [argv[pos] for pos, _ in refs]

@@ -110,8 +110,9 @@ def apply_obuf(server: Server, value: str) -> None:
     server.obuf_normal = normal if normal[0] or normal[1] else None
     pubsub = limits.get("pubsub", (0, 0, 0))
     server.obuf_pubsub = pubsub if pubsub[0] or pubsub[1] else None
-    # Pub/sub limits matter only to subscribed clients, which the server has
-    # none of without SUBSCRIBE: the normal class alone turns checks on.
+    # The normal class turns the check of every read's replies on; the pubsub
+    # class is checked where subscribed clients get their volume, on each
+    # write of pushed messages (Connection.flush).
     server.obuf_limited = server.obuf_normal is not None
 
 

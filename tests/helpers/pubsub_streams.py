@@ -20,17 +20,35 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 
-from .resp_wire import Wire, encode
+from .resp_wire import Wire, encode, reply_end
 
 _tokens = itertools.count()
 _HELLO_ID = re.compile(rb"\$2\r\nid\r\n:\d+\r\n")
 Step = tuple  # (client index, *request) or (client index, "RAW", bytes)
 
 
+CLOSED = b"<closed>"
+
+
+def _frames(buf: bytes) -> list[bytes]:
+    out = []
+    while buf:
+        end = reply_end(buf)
+        if end < 0:
+            out.append(buf)
+            break
+        out.append(buf[:end])
+        buf = buf[end:]
+    return out
+
+
 class Clients:
     def __init__(self, port: int, protos: list[int]) -> None:
         self.wires = [Wire(port) for _ in protos]
+        self.closed: set[Wire] = set()
+        self.quiet: set[int] = set()
         for w, proto in zip(self.wires, protos, strict=True):
             if proto == 3:
                 assert w.call("HELLO", "3").startswith(b"%")
@@ -40,33 +58,82 @@ class Clients:
             w.close()
 
     def sync(self, w: Wire) -> list[bytes]:
+        """What w received since the last sync; a connection the server
+        closed records what came before the close, then CLOSED, and is
+        left alone afterwards."""
+        if w in self.closed:
+            return []
         token = b"sync-%d" % next(_tokens)
-        w.send_raw(encode("PING", token))
         ends = (b"$%d\r\n%s\r\n" % (len(token), token),
                 b"*2\r\n$4\r\npong\r\n$%d\r\n%s\r\n" % (len(token), token))
         got = []
-        while True:
-            frame = w.read_reply()
-            if frame in ends:
-                return got
-            # A HELLO reply names the connection's id, which differs.
-            got.append(_HELLO_ID.sub(b"$2\r\nid\r\n:ID\r\n", frame))
+        try:
+            w.send_raw(encode("PING", token))
+            while True:
+                frame = w.read_reply()
+                if frame in ends:
+                    return got
+                # A HELLO reply names the connection's id, which differs.
+                got.append(_HELLO_ID.sub(b"$2\r\nid\r\n:ID\r\n", frame))
+        except OSError:  # ConnectionError included
+            got.extend(_frames(w.buf))
+            got.append(CLOSED)
+            self.closed.add(w)
+            return got
 
     def step(self, i: int, *request: object) -> list[list[bytes]]:
-        if len(request) == 2 and request[0] == "RAW":
+        """``(i, *request)``, ``(i, "RAW", bytes)``, or for a quiet client
+        ``(i, "RAW", bytes, n)``: read the n frames it is known to get (its
+        last request must be answered), since it cannot be synchronised."""
+        got: dict[int, list[bytes]] = {}
+        if request[0] == "RAW":
             self.wires[i].send_raw(request[1])  # type: ignore[arg-type]
+            if len(request) == 3:
+                got[i] = [self.wires[i].read_reply() for _ in range(request[2])]  # type: ignore[call-overload]
         else:
             self.wires[i].send_raw(encode(*request))  # type: ignore[arg-type]
-        return [self.sync(w) for w in self.wires]
+        # The sender first: its PING is answered once its request has run, so
+        # the others' PINGs cannot overtake a request still in transit.
+        for n in [i] + [n for n in range(len(self.wires)) if n != i]:
+            if n not in got:
+                got[n] = [] if n in self.quiet else self.sync(self.wires[n])
+        return [got[n] for n in range(len(self.wires))]
 
     def run(self, steps: list[Step]) -> list[list[list[bytes]]]:
-        return [self.step(s[0], *s[1:]) for s in steps]
+        """A step ``("QUIET", {indexes})`` stops synchronising those clients
+        (one whose replies are off cannot answer a PING) until the next
+        such step; what they receive meanwhile shows in their next record."""
+        out = []
+        for s in steps:
+            if s[0] == "QUIET":
+                self.quiet = s[1]
+                out.append([])
+            else:
+                out.append(self.step(s[0], *s[1:]))
+        return out
+
+
+def settle(port: int) -> None:
+    """Wait (short polls) until no subscription is left on the server:
+    connections closed by an earlier test may still be going away, and a
+    scenario that counts channels or patterns must start from none."""
+    w = Wire(port)
+    try:
+        for _ in range(500):
+            if (w.call("PUBSUB", "NUMPAT") == b":0\r\n" and w.call("PUBSUB", "CHANNELS") == b"*0\r\n"
+                    and w.call("PUBSUB", "SHARDCHANNELS") == b"*0\r\n"):
+                return
+            time.sleep(0.002)
+        raise AssertionError("subscriptions left over on the server")
+    finally:
+        w.close()
 
 
 def transcripts(valkey_port: int, trafikey_port: int, protos: list[int],
                 steps: list[Step]) -> tuple[list, list]:
     out = []
     for port in (valkey_port, trafikey_port):
+        settle(port)
         cl = Clients(port, protos)
         try:
             out.append(cl.run(steps))

@@ -34,18 +34,18 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
 
     text = (out / "results.md").read_text()
     for heading in ("## Commands", "## Job lifecycle", "### Shape 1", "### Shape 2", "## Growth",
-                    "## Memory", "## Blocking", "## Targets"):
+                    "## Memory", "## Blocking", "## Pub/sub", "## Targets"):
         assert heading in text, heading
     for row in ("| PING | 1 |", "| ZRANGE | 16 |", "(a) native verbs", "(b) twin scripts, trafikey-server",
                 "(c) twin scripts, valkey-server", "| 1,000 | (a) native", "| 10,000 | (c) twin",
-                "trafikey-server (native) |", "| one waiter |", "| fan-out 20 |"):
+                "trafikey-server (native) |", "| one waiter |", "| fan-out 20 |", "| 100 |"):
         assert row in text, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
     assert text.count("**MET**") + text.count("**MISSED**") == 22
 
     data = json.loads((out / "results.json").read_text())
-    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "blocking"}
+    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "blocking", "pubsub"}
     try:
         import matplotlib  # noqa: F401
     except ImportError:

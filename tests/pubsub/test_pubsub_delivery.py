@@ -144,3 +144,28 @@ def test_disconnect_drops_subscriptions(pair) -> None:  # type: ignore[no-untype
         assert w.call("PUBSUB", "NUMSUB", "d7") == b"*2\r\n$2\r\nd7\r\n:0\r\n"
         assert w.call("PUBSUB", "NUMPAT") == b":0\r\n"
         assert w.call("PUBLISH", "d7", "x") == b":0\r\n"
+
+
+@pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
+def test_edges(valkey_server: Proc, trafikey_server: Proc, proto: int) -> None:
+    """Odd names and patterns, refusals that come before the subscribed-mode
+    check, and QUIT while subscribed."""
+    assert_same(valkey_server.port, trafikey_server.port, [proto, 2], [
+        (0, "SUBSCRIBE", "", "e\x00bin\r\n", "e" * 1000),
+        (0, "PSUBSCRIBE", "e\\*", "e[a-c]?", "e[^x]", "e[", "**"),
+        (1, "PUBLISH", "", "empty channel"),
+        (1, "PUBLISH", "e\x00bin\r\n", "binary"),
+        (1, "PUBLISH", "e*", "literal star"),
+        (1, "PUBLISH", "ebz", "class"),
+        (1, "PUBLISH", "e[", "open class"),
+        (1, "PUBLISH", "e" * 1000, "y" * 100000),
+        (0, "NOSUCHCOMMAND", "x"),
+        (0, "GET"),
+        (0, "PING", "a", "b"),
+        (0, "CLIENT", "NOSUCH"),
+        (0, "SUBSCRIBE"),
+        (0, "RAW", encode("UNSUBSCRIBE", "", "e" * 1000) + encode("PING") + encode("PUNSUBSCRIBE", "e\\*", "**")),
+        (1, "RAW", encode("PUBLISH", "e\x00bin\r\n", "1") + encode("PUBLISH", "eaq", "2")),
+        (0, "QUIT"),
+        (1, "PUBSUB", "NUMSUB", "e\x00bin\r\n"),
+    ])

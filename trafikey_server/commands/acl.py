@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
-from ..acl import CATEGORIES, DENIED_CMD, lookup
+from ..acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, lookup
 from ..errors import CommandError
 from ..parsing import to_int
 from ..resp import OK, array, bulk, bulks, integer
@@ -75,7 +75,7 @@ def acl_setuser(c: Client, argv: list[bytes]) -> bytes:
     if _spaces(name):
         raise CommandError(b"ERR Usernames can't contain spaces or null characters")
     try:
-        c.server.acl.set_user(name, argv[3:])
+        c.server.acl.set_user(name, argv[3:], c)
     except CommandError as e:
         raise CommandError(_safe(e.msg)) from None
     return OK
@@ -143,6 +143,8 @@ def acl_dryrun(c: Client, argv: list[bytes]) -> bytes:
         return OK
     if reason == DENIED_CMD:
         return bulk(b"User %s has no permissions to run the '%s' command" % (u.name, cmd.bname))
+    if reason == DENIED_CHANNEL:
+        return bulk(b"User %s has no permissions to access the '%s' channel" % (u.name, req[pos]))
     return bulk(b"User %s has no permissions to access the '%s' key" % (u.name, req[pos]))
 
 

@@ -40,7 +40,8 @@ _MULTI_CMD = 32
 _WATCHED_KEY = 80
 _HASHTABLE = 80
 _BUCKET = 64
-# Client types CLIENT LIST / KILL accept; only "normal" connections exist here.
+# Client types CLIENT LIST / KILL accept; connections here are "normal", or
+# "pubsub" while subscribed (Valkey's getClientType).
 _TYPES = {b"normal": "normal", b"master": "primary", b"primary": "primary", b"slave": "replica",
           b"replica": "replica", b"pubsub": "pubsub"}
 _FLAG_CHARS = frozenset(b"bcdeirtuxABEIMNOPRSTU")
@@ -217,9 +218,15 @@ def client_help(c: Client, argv: list[bytes]) -> bytes:
 # -- one connection's line ------------------------------------------------------------
 
 
+def _type_of(c: Client) -> str:
+    return "pubsub" if c.subscriptions else "normal"
+
+
 def _flags(c: Client) -> str:
     """Valkey's flag letters, in its order, for the states this server has."""
     out = "O" if c in c.server.observer.monitors else ""  # MONITOR mode
+    if c.subscriptions:
+        out += "P"  # pub/sub mode
     if c.multi is not None or c.in_exec:
         out += "x"
     if c.blocked is not None or _paused(c):
@@ -322,7 +329,8 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={_text(c.name)} "
         f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} capa= "
-        f"db={c.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
+        f"db={c.db.id} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
+        f"multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
         f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "
         f"omem=0 tot-mem={tot_mem} events=r "
         f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir={_redir(c)} resp={c.resp} lib-name={_text(c.lib_name)} "
@@ -451,7 +459,7 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
         pred: Pred
         if base == b"type":
             t = _client_type(val)
-            pred = lambda x, t=t: t == "normal"  # noqa: E731 - every connection here is a normal client
+            pred = lambda x, t=t: t == _type_of(x)  # noqa: E731
         elif base == b"user":
             u = _user(val)
             pred = lambda x, u=u: x.user == u  # noqa: E731

@@ -152,7 +152,9 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.no_evict = False
     c.no_touch = False
     c.server.tracking.disable(c)  # Valkey's clearClientConnectionState: tracking off, replies on
-    c.reply_off = c.reply_skip = c.reply_skip_next = c.hooks = False
+    # A SKIP already in force still drops RESET's own reply: Valkey clears
+    # only the OFF and SKIP-next flags here (the hooks are recomputed after).
+    c.reply_off = c.reply_skip_next = False
     # Valkey's clientSetDefaultAuth: back to the default user, logged in
     # only if that user takes no password.
     acl = c.server.acl

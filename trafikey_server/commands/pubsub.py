@@ -1,10 +1,12 @@
 """Pub/sub commands: SUBSCRIBE and its family, PUBLISH, SPUBLISH, PUBSUB.
 
 The subscribe family answers with confirmation frames instead of a reply
-(arrays in RESP2, pushes in RESP3), one per argument; what a subscribed
-client may still run, and the NOSUB refusal of an unsubscribe outside pub/sub
-mode, are checked by dispatch before the handler runs. The tables and the
-delivery live in the pub/sub service (``server.pubsub``).
+(arrays in RESP2, pushes in RESP3), one per argument. Valkey sends them as
+pushes: they follow the (empty) reply, and CLIENT REPLY OFF does not silence
+them; inside EXEC they take their place in the transaction's reply. What a
+subscribed client may still run is checked by dispatch before the handler
+runs. The tables and the delivery live in the pub/sub service
+(``server.pubsub``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,21 @@ if TYPE_CHECKING:
     from ..client import Client
 
 
+def _confirm(c: Client, frames: bytes) -> bytes:
+    if c.in_exec:
+        return frames
+    c.push(frames)
+    return b""
+
+
 def subscribe(c: Client, argv: list[bytes]) -> bytes:
     ps = c.server.pubsub
-    return b"".join([ps.subscribe(c, ch) for ch in argv[1:]])
+    return _confirm(c, b"".join([ps.subscribe(c, ch) for ch in argv[1:]]))
 
 
 def psubscribe(c: Client, argv: list[bytes]) -> bytes:
     ps = c.server.pubsub
-    return b"".join([ps.psubscribe(c, pat) for pat in argv[1:]])
+    return _confirm(c, b"".join([ps.psubscribe(c, pat) for pat in argv[1:]]))
 
 
 def ssubscribe(c: Client, argv: list[bytes]) -> bytes:
@@ -35,28 +44,28 @@ def ssubscribe(c: Client, argv: list[bytes]) -> bytes:
     if c.in_exec:
         raise CommandError(b"ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
     ps = c.server.pubsub
-    return b"".join([ps.ssubscribe(c, ch) for ch in argv[1:]])
+    return _confirm(c, b"".join([ps.ssubscribe(c, ch) for ch in argv[1:]]))
 
 
 def unsubscribe(c: Client, argv: list[bytes]) -> bytes:
     ps = c.server.pubsub
     if len(argv) == 1:
-        return ps.unsubscribe_all(c, 0)
-    return b"".join([ps.unsubscribe(c, ch) for ch in argv[1:]])
+        return _confirm(c, ps.unsubscribe_all(c, 0))
+    return _confirm(c, b"".join([ps.unsubscribe(c, ch) for ch in argv[1:]]))
 
 
 def punsubscribe(c: Client, argv: list[bytes]) -> bytes:
     ps = c.server.pubsub
     if len(argv) == 1:
-        return ps.unsubscribe_all(c, 1)
-    return b"".join([ps.punsubscribe(c, pat) for pat in argv[1:]])
+        return _confirm(c, ps.unsubscribe_all(c, 1))
+    return _confirm(c, b"".join([ps.punsubscribe(c, pat) for pat in argv[1:]]))
 
 
 def sunsubscribe(c: Client, argv: list[bytes]) -> bytes:
     ps = c.server.pubsub
     if len(argv) == 1:
-        return ps.unsubscribe_all(c, 2)
-    return b"".join([ps.sunsubscribe(c, ch) for ch in argv[1:]])
+        return _confirm(c, ps.unsubscribe_all(c, 2))
+    return _confirm(c, b"".join([ps.sunsubscribe(c, ch) for ch in argv[1:]]))
 
 
 def publish(c: Client, argv: list[bytes]) -> bytes:

@@ -1,0 +1,62 @@
+"""Shard channels under --cluster-slot-checks, against a real one-node
+Valkey cluster: SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH are routed by their
+channels' slot (CROSSSLOT when they differ), plain pub/sub is not."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers.pubsub_streams import assert_same
+from helpers.resp_wire import Wire, encode
+from helpers.servers import Proc, free_port, start_trafikey, start_valkey
+
+
+@pytest.fixture(scope="module")
+def cluster_node() -> Iterator[Proc]:
+    tmp = tempfile.mkdtemp(prefix="valkey-cluster-")
+    p = start_valkey("--cluster-enabled", "yes", "--cluster-config-file", str(Path(tmp) / "nodes.conf"),
+                     "--cluster-port", str(free_port()))
+    try:
+        w = Wire(p.port)
+        try:
+            assert w.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+            end = time.monotonic() + 30
+            while b"cluster_state:ok" not in w.call("CLUSTER", "INFO"):
+                assert time.monotonic() < end, "the one-node cluster never reached cluster_state:ok"
+                time.sleep(0.05)
+        finally:
+            w.close()
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture(scope="module")
+def checked_server() -> Iterator[Proc]:
+    p = start_trafikey("--cluster-slot-checks", "yes")
+    yield p
+    p.stop()
+
+
+@pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
+def test_shard_channels_by_slot(cluster_node: Proc, checked_server: Proc, proto: int) -> None:
+    assert_same(cluster_node.port, checked_server.port, [proto, 3], [
+        (0, "SSUBSCRIBE", "a", "b"),
+        (0, "SSUBSCRIBE", "{t}a", "{t}b", "t"),
+        (1, "SPUBLISH", "{t}a", "m"),
+        (1, "SPUBLISH", "a", "nobody"),
+        (0, "SUNSUBSCRIBE", "{t}a", "zz"),
+        (0, "SUNSUBSCRIBE", "{t}b", "t"),
+        (0, "SUBSCRIBE", "a", "b"),
+        (1, "PUBLISH", "b", "plain pub/sub is not routed"),
+        (0, "UNSUBSCRIBE", "a", "b"),
+        (1, "RAW", encode("MULTI") + encode("SPUBLISH", "a", "x") + encode("SPUBLISH", "b", "y") + encode("EXEC")),
+        (1, "RAW", encode("MULTI") + encode("SPUBLISH", "{t}a", "x") + encode("SPUBLISH", "t", "y")
+         + encode("EXEC")),
+        (1, "RAW", encode("MULTI") + encode("SSUBSCRIBE", "a", "b") + encode("EXEC")),
+        (1, "PUBSUB", "SHARDNUMSUB", "{t}a", "t"),
+    ])
