@@ -29,9 +29,9 @@ import atheris
 with atheris.instrument_imports():
     import hiredis
 
-    from trafikey_server.config import Config
-    from trafikey_server.connection import Connection
+    from trafikey_server.network.connection import Connection
     from trafikey_server.server import Server
+    from trafikey_server.services.config import Config
 
 _EXCLUDED = (b"shutdown", b"debug", b"save", b"bgsave", b"bgrewriteaof", b"config", b"eval", b"evalsha",
              b"eval_ro", b"evalsha_ro", b"fcall", b"fcall_ro", b"function", b"script")

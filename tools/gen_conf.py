@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trafikey_server.config import Config, Option  # noqa: E402
-from trafikey_server.rewrite import lines_for  # noqa: E402
+from trafikey_server.services.config import Config, Option  # noqa: E402
+from trafikey_server.services.config_rewrite import lines_for  # noqa: E402
 
 OUT = ROOT / "trafikey.conf"
 

@@ -26,7 +26,7 @@ import hiredis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trafikey_server.registry import Table, load_rows  # noqa: E402
+from trafikey_server.protocol.table import Table, load_rows  # noqa: E402
 
 BEGIN = "<!-- unserved:begin -->"
 END = "<!-- unserved:end -->"

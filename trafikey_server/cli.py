@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 
 from . import __version__
-from .buildinfo import version_line
-from .config import ConfigError, parse_args
-from .persist.check import check_aof, check_rdb
+from .check import check_aof, check_rdb
 from .server import run
+from .services.config import ConfigError, parse_args
+from .util.buildinfo import version_line
 
 USAGE = """Usage: trafikey-server [/path/to/trafikey.conf] [options]
        trafikey-server -v or --version

@@ -16,33 +16,35 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, limits, valuetypes
-from .acl import Acl
-from .blocking import Blocking
-from .clock import Clock
-from .config import Config
-from .db import Db
-from .listener import Listener
-from .log import Log
-from .notify import Notify
-from .observe import Observer
-from .pause import Pause
-from .persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
-from .persist.aofload import AofLoadError
-from .persist.rdb import RdbError
-from .persist.snapshot import Snapshots
-from .persist.startup import load_at_startup, stop_logging
-from .pubsub import PubSub
-from .registry import Table, default_table
-from .scripting.busy import Busy
-from .scripting.engine import Engine
-from .scripting.library import Libraries
-from .tracking import Tracking
-from .versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+from . import __version__
+from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
+from .execution.persist.aofload import AofLoadError
+from .execution.persist.rdb import RdbError
+from .execution.persist.snapshot import Snapshots
+from .execution.persist.startup import load_at_startup, stop_logging
+from .execution.scripting.busy import Busy
+from .execution.scripting.engine import Engine
+from .execution.scripting.library import Libraries
+from .keyspace.db import Db
+from .network.listener import Listener
+from .protocol.table import Table, default_table
+from .services import limits
+from .services.acl import Acl
+from .services.blocking import Blocking
+from .services.config import Config
+from .services.notify import Notify
+from .services.observe import Observer
+from .services.pause import Pause
+from .services.pubsub import PubSub
+from .services.tracking import Tracking
+from .util.clock import Clock
+from .util.log import Log
+from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+from .values import registry as valuetypes
 
 if TYPE_CHECKING:
-    from .client import Client
-    from .connection import Connection
+    from .network.connection import Connection
+    from .services.client import Client
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"

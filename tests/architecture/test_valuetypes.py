@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 from test_layers import graph
 
-from trafikey_server import valuetypes
-from trafikey_server.client import Client
-from trafikey_server.config import parse_args
-from trafikey_server.db import Db
-from trafikey_server.dispatch import execute
-from trafikey_server.persist import rdb
-from trafikey_server.persist.rewrite import snapshot_records
-from trafikey_server.rdbformat import T_LIST, Reader, encode_len, encode_string
-from trafikey_server.resp import bulks
+from trafikey_server.execution.dispatch import execute
+from trafikey_server.execution.persist import rdb
+from trafikey_server.execution.persist.rewrite import snapshot_records
+from trafikey_server.keyspace.db import Db
+from trafikey_server.protocol.rdbformat import T_LIST, Reader, encode_len, encode_string
+from trafikey_server.protocol.resp import bulks
 from trafikey_server.server import Server
-from trafikey_server.valuetype import ValueType
+from trafikey_server.services.client import Client
+from trafikey_server.services.config import parse_args
+from trafikey_server.values import registry as valuetypes
+from trafikey_server.values.record import ValueType
 
 
 class Toy(list):  # type: ignore[type-arg]
@@ -136,10 +136,11 @@ def test_an_unregistered_class_is_no_type() -> None:
 
 # The modules that treat values of every type: they ask the registry and
 # never import a type's class (types.Hash, zset.ZSet) themselves.
-GENERIC = ("commands.keys", "commands.introspect", "commands.server", "persist.rdb", "persist.rewrite", "server")
+GENERIC = ("commands.keys", "commands.introspect", "commands.server", "execution.persist.rdb",
+           "execution.persist.rewrite", "server")
 
 
 def test_generic_modules_import_no_type_class() -> None:
     g = graph()
-    bad = [f"{m} imports {t}" for m in GENERIC for t in ("types", "zset") if t in g[m]]
+    bad = [f"{m} imports {t}" for m in GENERIC for t in ("values.hash", "values.zset") if t in g[m]]
     assert not bad, "ask valuetypes instead:\n  " + "\n  ".join(bad)

@@ -17,7 +17,7 @@ from helpers.servers import Proc, valkey_binary
 from redis.cluster import RedisCluster
 
 from trafikey_server.lua import SCRIPTS
-from trafikey_server.slots import keyslot
+from trafikey_server.util.slots import keyslot
 
 
 def _free_ports(n: int) -> list[int]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-EMQ = Path(__file__).resolve().parents[2] / "trafikey_server" / "emq"
+EMQ = Path(__file__).resolve().parents[2] / "trafikey_server" / "commands" / "emq"
 # Db's writing methods, and the dict/set writers a verb could reach through it.
 WRITERS = {"set", "add", "delete", "touch", "set_expire", "persist", "clear", "_expire",
            "remove", "pop", "pop_min", "pop_max", "update", "setdefault", "discard"}

@@ -31,9 +31,9 @@ import redis
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, free_port
 
-from trafikey_server.config import parse_args
-from trafikey_server.registry import Table, load_rows
+from trafikey_server.protocol.table import Table, load_rows
 from trafikey_server.server import Server
+from trafikey_server.services.config import parse_args
 
 # §3, EMQ.VERSION: "The job core's fourteen, in order".
 FOURTEEN = (

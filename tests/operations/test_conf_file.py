@@ -14,7 +14,7 @@ from helpers.servers import ROOT, Proc, free_port
 sys.path.insert(0, str(ROOT / "tools"))
 import gen_conf
 
-from trafikey_server.config import Config
+from trafikey_server.services.config import Config
 
 CONF = ROOT / "trafikey.conf"
 

@@ -22,7 +22,7 @@ import redis
 from helpers.resp_wire import Wire
 from helpers.servers import ROOT, Proc, free_port, start_trafikey, start_valkey
 
-from trafikey_server.persist.crc64 import crc64
+from trafikey_server.util.crc64 import crc64
 
 # -- a varied keyspace, written through commands ------------------------------------------
 
@@ -140,7 +140,7 @@ def test_crc64_jones_check_value() -> None:
     # which Valkey's own crc64 self-test asserts.
     assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA
     data = bytes(range(256)) * 40 + b"tail"
-    from trafikey_server.persist.crc64 import update
+    from trafikey_server.util.crc64 import update
 
     assert update(update(0, data[:1001]), data[1001:]) == crc64(data)
     assert crc64(b"") == 0

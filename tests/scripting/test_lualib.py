@@ -30,7 +30,7 @@ from helpers.servers import Proc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trafikey_server.scripting.lualib import install, untail_library_calls
+from trafikey_server.execution.scripting.lualib import install, untail_library_calls
 
 # Helpers prepended to every snippet (the same text on both sides, so line
 # numbers agree).  dump() renders a value deterministically; pack() keeps a

@@ -174,7 +174,7 @@ def test_genpass_lengths(twin: Twin) -> None:
 def test_cat_lists_the_commands_both_serve(twin: Twin) -> None:
     """Valkey lists a category's commands in its hash table's order, which
     changes from run to run: compared as sets, over the commands both serve."""
-    from trafikey_server.registry import default_table
+    from trafikey_server.protocol.table import default_table
 
     ours = {c.bname for c in default_table().everything() if not c.extension}
     for cat in _bulks(twin.check(0, "ACL", "CAT")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trafikey_server.registry import default_table
+from trafikey_server.protocol.table import default_table
 
 TABLE = default_table()
 

@@ -19,7 +19,7 @@ from helpers.emq_model import Queue
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, start_trafikey, start_valkey
 
-from trafikey_server.limits import OOM, PROTECTED
+from trafikey_server.services.limits import OOM, PROTECTED
 
 
 @contextmanager
@@ -424,7 +424,7 @@ def test_maxmemory_refuses_job_enqueue_and_schedule(spare: tuple[Proc, Proc]) ->
 
 
 def test_deny_oom_rows_include_the_job_core() -> None:
-    from trafikey_server.registry import default_table
+    from trafikey_server.protocol.table import default_table
 
     table = default_table()
     for name in (b"emq.enqueue", b"emq.schedule", b"set", b"incr", b"hset", b"zadd"):

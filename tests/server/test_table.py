@@ -10,7 +10,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from gen_readme_table import updated  # noqa: E402
 
-from trafikey_server.registry import Table, default_table, load_rows  # noqa: E402
+from trafikey_server.protocol.table import Table, default_table, load_rows  # noqa: E402
 
 
 def test_readme_lists_the_table() -> None:

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from helpers.resp_wire import Wire, encode, reply_end
 
-from trafikey_server.floats import format_double, parse_double
-from trafikey_server.resp import RESP3
+from trafikey_server.protocol.resp import RESP3
+from trafikey_server.util.floats import format_double, parse_double
 
 MEMBER = b"m" * 70  # longer than zset-max-listpack-value (64)
 KEY = b"fz"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_strings import encodings_agree
 
-from trafikey_server.glob import match
+from trafikey_server.util.glob import match
 
 FUTURE_MS = 4000000000123  # 2096
 

@@ -6,8 +6,8 @@ import random
 
 from helpers.resp_wire import Wire
 
-from trafikey_server.errors import CommandError
-from trafikey_server.longdouble import incr_by_float
+from trafikey_server.util.errors import CommandError
+from trafikey_server.util.longdouble import incr_by_float
 
 EDGES = [
     ("0.1", "0.2"), (None, "1e21"), (None, "1.5e-7"), ("3", "-3"), ("1e300", "1"), (None, "0x1p3"),

@@ -20,8 +20,8 @@ from helpers.servers import start_trafikey, start_valkey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trafikey_server.errors import CommandError
-from trafikey_server.longdouble import incr_by_float
+from trafikey_server.util.errors import CommandError
+from trafikey_server.util.longdouble import incr_by_float
 
 FUTURE_S = "4000000000"  # 2096: an absolute time that never passes in a test
 FUTURE_MS = "4000000000123"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from trafikey_server.zset import LEX_MAX, LEX_MIN, LEX_STR, ZSet, lex_gte_min, lex_lte_max
+from trafikey_server.values.zset import LEX_MAX, LEX_MIN, LEX_STR, ZSet, lex_gte_min, lex_lte_max
 
 ENTRIES = 128  # zset-max-listpack-entries
 VALUE = 64  # zset-max-listpack-value

@@ -7,13 +7,13 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
-from ..acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, lookup
-from ..errors import CommandError
-from ..parsing import to_int
-from ..resp import OK, array, bulk, bulks, integer
+from ..protocol.resp import OK, array, bulk, bulks, integer
+from ..services.acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, lookup
+from ..util.errors import CommandError
+from ..util.parsing import to_int
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 _HELP = (
     b"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -15,16 +15,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..args import word
-from ..errors import CommandError, syntax
-from ..kill import kill_client as _kill
-from ..parsing import to_int
-from ..resp import OK, array, bulk, integer
+from ..protocol.args import word
+from ..protocol.resp import OK, array, bulk, integer
+from ..services.kill import kill_client as _kill
+from ..util.errors import CommandError, syntax
+from ..util.parsing import to_int
 from .connection import set_client_name
 
 if TYPE_CHECKING:
-    from ..client import Client
-    from ..registry import Command
+    from ..protocol.table import Command
+    from ..services.client import Client
 
     Queue = list[tuple[Command, list[bytes]]]
 

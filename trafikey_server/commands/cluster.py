@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError
-from ..resp import integer
-from ..slots import keyslot as slot_of
+from ..protocol.resp import integer
+from ..util.errors import CommandError
+from ..util.slots import keyslot as slot_of
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 _DISABLED = b"ERR This instance has cluster support disabled"
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..acl import refresh
-from ..errors import CommandError
-from ..parsing import to_int
-from ..resp import OK, PONG, bulk
-from ..versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+from ..protocol.resp import OK, PONG, bulk
+from ..services.acl import refresh
+from ..util.errors import CommandError
+from ..util.parsing import to_int
+from ..util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 
 def ping(c: Client, argv: list[bytes]) -> bytes:

@@ -19,18 +19,18 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError, not_float, not_integer, syntax, wrong_args
-from ..glob import matcher
-from ..longdouble import incr_by_float
-from ..longdouble import parse as parse_long_double
-from ..parsing import LLONG_MAX, LLONG_MIN, to_int
-from ..resp import EMPTY_ARRAY, OK, ONE, ZERO, array_header, bulk, bulks, integer
-from ..types import Hash
+from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, array_header, bulk, bulks, integer
+from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args
+from ..util.glob import matcher
+from ..util.longdouble import incr_by_float
+from ..util.longdouble import parse as parse_long_double
+from ..util.parsing import LLONG_MAX, LLONG_MIN, to_int
+from ..values.hash import Hash
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..client import Client
+    from ..services.client import Client
 
 EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
 _ULLONG_MAX = 2**64 - 1

@@ -12,18 +12,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError, syntax
-from ..memory import STARTUP_RSS as _STARTUP_RSS
-from ..memory import peak as _peak
-from ..memory import rss as _rss
-from ..parsing import to_int
-from ..resp import OK, array, bulk, bulks, integer
-from ..valuetype import alloc_size as _alloc
-from ..valuetype import sds_size as _sds
-from ..valuetypes import of
+from ..protocol.resp import OK, array, bulk, bulks, integer
+from ..util.errors import CommandError, syntax
+from ..util.memory import STARTUP_RSS as _STARTUP_RSS
+from ..util.memory import peak as _peak
+from ..util.memory import rss as _rss
+from ..util.parsing import to_int
+from ..values.record import alloc_size as _alloc
+from ..values.record import sds_size as _sds
+from ..values.registry import of
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 
 def _help(lines: list[bytes]) -> bytes:

@@ -39,18 +39,18 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CommandError, not_integer, syntax
-from ..glob import matcher
-from ..parsing import LLONG_MAX, parse_int, to_int
-from ..resp import OK, ONE, ZERO, bulk, bulks, integer, status
-from ..strtype import before_expire, carry_float_int, rekeyed
-from ..valuetypes import BY_NAME, of, type_name
+from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
+from ..util.errors import CommandError, not_integer, syntax
+from ..util.glob import matcher
+from ..util.parsing import LLONG_MAX, parse_int, to_int
+from ..values.registry import BY_NAME, of, type_name
+from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
 from .strings import option
 
 if TYPE_CHECKING:
-    from ..client import Client
-    from ..db import Db
+    from ..keyspace.db import Db
+    from ..services.client import Client
 
 _NO_SUCH_KEY = b"ERR no such key"
 _SAME = b"ERR source and destination objects are the same"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError
-from ..glob import match
-from ..resp import array_header, bulk, bulks
+from ..protocol.resp import array_header, bulk, bulks
+from ..util.errors import CommandError
+from ..util.glob import match
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 
 def _confirm(c: Client, frames: bytes) -> bytes:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from .. import glob
-from ..dispatch import busy_error
-from ..errors import CommandError
-from ..parsing import to_int
-from ..resp import OK, array_header, bulk, integer, status
-from ..scripting.engine import COMPAT, FLAG_NAMES, NO_WRITES, Script, ScriptError
-from ..scripting.library import FLAG_ORDER
+from ..execution.dispatch import busy_error
+from ..execution.scripting.engine import COMPAT, FLAG_NAMES, NO_WRITES, Script, ScriptError
+from ..execution.scripting.library import FLAG_ORDER
+from ..protocol.resp import OK, array_header, bulk, integer, status
+from ..util import glob
+from ..util.errors import CommandError
+from ..util.parsing import to_int
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 NOSCRIPT = b"NOSCRIPT No matching script."
 _RO_WRITE = b"ERR Can not execute a script with write flag using *_ro command."

@@ -7,20 +7,21 @@ import re
 import time as _time
 from typing import TYPE_CHECKING, Any
 
-from .. import commandinfo, glob, keyspecs
-from ..blocking import may_block
-from ..config import ConfigError, Option
-from ..errors import CommandError, syntax
-from ..info import render
-from ..parsing import to_int
-from ..persist.rdb import RdbError, install, parse
-from ..resp import OK, ZERO, array, bulk, bulks, integer, status
-from ..rewrite import NO_FILE, rewrite
-from ..valuetypes import of
+from ..execution.persist.rdb import RdbError, install, parse
+from ..protocol import commandinfo, keyspecs
+from ..protocol.resp import OK, ZERO, array, bulk, bulks, integer, status
+from ..services.blocking import may_block
+from ..services.config import ConfigError, Option
+from ..services.config_rewrite import NO_FILE, rewrite
+from ..util import glob
+from ..util.errors import CommandError, syntax
+from ..util.parsing import to_int
+from ..values.registry import of
+from .info import render
 
 if TYPE_CHECKING:
-    from ..client import Client
-    from ..registry import Command
+    from ..protocol.table import Command
+    from ..services.client import Client
 
 
 def _flush_mode(argv: list[bytes]) -> None:

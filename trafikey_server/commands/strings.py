@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError, not_integer, syntax, wrongtype
-from ..longdouble import incr_by_float
-from ..parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
-from ..resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
-from ..strtype import (
+from ..protocol.resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
+from ..util.errors import CommandError, not_integer, syntax, wrongtype
+from ..util.longdouble import incr_by_float
+from ..util.parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
+from ..values.string import (
     _SURELY_EMBSTR,
     FLOAT_INTS,
     _add,
@@ -27,8 +27,8 @@ from ..strtype import (
 )
 
 if TYPE_CHECKING:
-    from ..client import Client
-    from ..db import Db
+    from ..keyspace.db import Db
+    from ..services.client import Client
 
 _OVERFLOW = b"ERR increment or decrement would overflow"
 _TOO_BIG = b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..args import Args
-from ..errors import CommandError, syntax
-from ..resp import OK, array, bulk, integer
-from ..tracking import refresh_hooks
+from ..protocol.args import Args
+from ..protocol.resp import OK, array, bulk, integer
+from ..services.tracking import refresh_hooks
+from ..util.errors import CommandError, syntax
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 _SWITCH_BCAST = (b"ERR You can't switch BCAST mode on/off before disabling tracking for this client, "
                  b"and then re-enabling it with a different mode.")

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import CommandError, wrong_args
-from ..parsing import parse_int
-from ..resp import integer, status
+from ..protocol.resp import integer, status
+from ..util.errors import CommandError, wrong_args
+from ..util.parsing import parse_int
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 _DISABLED = b"ERR TRAFIKEY.CLOCK is disabled: start the server with --enable-clock-command yes"
 _HELP = (

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..client import Watch
-from ..dispatch import call
-from ..errors import CommandError
-from ..resp import OK, array_header
+from ..execution.dispatch import call
+from ..protocol.resp import OK, array_header
+from ..services.client import Watch
+from ..util.errors import CommandError
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 
 def multi(c: Client, argv: list[bytes]) -> bytes:

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from ..args import Args
-from ..blocking import may_block, parse_timeout
-from ..errors import CommandError, not_float, not_integer, syntax, wrong_args
-from ..floats import format_double, parse_double
-from ..parsing import to_int
-from ..resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
-from ..zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
+from ..protocol.args import Args
+from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
+from ..services.blocking import may_block, parse_timeout
+from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args
+from ..util.floats import format_double, parse_double
+from ..util.parsing import to_int
+from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..services.client import Client
 
 NAN_MSG = b"ERR resulting score is not a number (NaN)"
 SCORE_RANGE_ERR = b"ERR min or max is not a float"

@@ -1,0 +1,319 @@
+"""INFO: the server's state in Valkey's layout, section by section.
+
+Every section and field Valkey 9.1 reports is here, in Valkey's order and
+under Valkey's names, so a client or dashboard that parses ``field:value``
+lines finds each field it knows. Values are this server's: counters it
+keeps (commands, errors, connections, expired keys), its process facts
+(pid, port, uptime, CPU, resident memory read from ``/proc/self/statm``) and,
+for machinery it does not have (replication, persistence, forks, defrag,
+scripting), the values Valkey reports when that machinery is idle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import resource
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..execution.persist.commands import aof_fields, aof_size_fields
+from ..util.memory import PAGE as _PAGE
+from ..util.memory import STARTUP_RSS as _STARTUP_RSS
+from ..util.memory import peak as _peak
+from ..util.memory import rss as _rss
+from ..util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+Fields = list[tuple[str, object]]
+
+DEFAULT = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+           "errorstats", "cluster", "keyspace")
+# Valkey's order for everything; a request lists sections in any order.
+ORDER = ("server", "tls", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+         "commandstats", "errorstats", "latencystats", "cluster", "cluster_info", "scriptingengines",
+         "keyspace", "debug")
+ALL = tuple(s for s in ORDER if s != "debug")
+TITLES = {"cpu": "CPU", "tls": "TLS", "cluster_info": "Cluster Info", "scriptingengines": "Scripting Engines"}
+
+
+
+def human(n: int) -> str:
+    """Valkey's bytesToHuman: B, then K/M/G/T/P with two decimals."""
+    if n < 1024:
+        return f"{n}B"
+    for i, unit in enumerate("KMGTP", 1):
+        if n < 1024 ** (i + 1):
+            return f"{n / 1024 ** i:.2f}{unit}"
+    return f"{n}B"
+
+
+def _f32(x: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def _server(s: Server) -> Fields:
+    cfg = s.config
+    up = int(time.monotonic() - s.started_mono)
+    port = s.ports[0] if s.ports else cfg.port
+    binds = ",".join(f"bind={b}" for b in (cfg.bind.split() or ["127.0.0.1"]))
+    return [
+        ("redis_version", REDIS_COMPAT_VERSION), ("server_name", "valkey"), ("valkey_version", VALKEY_VERSION),
+        ("valkey_release_stage", "ga"), ("redis_git_sha1", "00000000"), ("redis_git_dirty", 0),
+        ("redis_build_id", hashlib.sha1(s.version.encode()).hexdigest()[:16]), (
+            "redis_mode" if cfg.values["extended-redis-compatibility"] else "server_mode", "standalone"),
+        ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
+        ("arch_bits", 64 if sys.maxsize > 2**32 else 32), ("monotonic_clock", "POSIX clock_gettime"),
+        ("multiplexing_api", "epoll" if sys.platform.startswith("linux") else "kqueue"),
+        ("gcc_version", "0.0.0"), ("process_id", s.pid), ("process_supervised", "no"), ("run_id", s.run_id),
+        ("tcp_port", port), ("server_time_usec", s.clock.us()), ("uptime_in_seconds", up),
+        ("uptime_in_days", up // 86400), ("hz", cfg.hz), ("configured_hz", cfg.hz), ("clients_hz", cfg.hz),
+        ("lru_clock", (s.clock.ms() // 1000) & (2**24 - 1)), ("executable", os.path.abspath(sys.argv[0])),
+        ("config_file", cfg.file), ("io_threads_active", 0), ("availability_zone", cfg.values["availability-zone"]),
+        ("listener0", f"name=tcp,{binds},port={port}"),
+    ]
+
+
+def _tls(s: Server) -> Fields:
+    # No TLS listener: the certificate fields read as Valkey's do without one.
+    return [(f"tls_{who}_cert_{what}", val) for who in ("server", "client", "ca")
+            for what, val in (("serial", "none"), ("expires_in_seconds", 0))]
+
+
+def _clients(s: Server) -> Fields:
+    watching = sum(1 for c in s.clients.values() if c.watched)
+    watched_keys = sum(len(db.watchers) for db in s.dbs)
+    b = s.blocking
+    return [
+        ("connected_clients", len(s.clients)), ("cluster_connections", 0),
+        ("maxclients", s.config.values["maxclients"]), ("client_recent_max_input_buffer", 0),
+        ("client_recent_max_output_buffer", 0), ("blocked_clients", len(s.pause.waiting) + len(b.clients)),
+        ("tracking_clients", s.tracking.clients),
+        ("pubsub_clients", s.pubsub.clients), ("watching_clients", watching),
+        ("clients_in_timeout_table", b.in_timeout_table()),
+        ("total_watched_keys", watched_keys), ("total_blocking_keys", b.blocking_keys()),
+        ("total_blocking_keys_on_nokey", 0),
+        *_paused(s),
+    ]
+
+
+def _paused(s: Server) -> Fields:
+    """CLIENT PAUSE's state (pause.py), as Valkey reports it."""
+    p = s.pause
+    if not p.end:
+        return [("paused_reason", "none"), ("paused_actions", "none"), ("paused_timeout_milliseconds", 0)]
+    left = max(int((p.end - time.monotonic()) * 1000), 0)
+    return [("paused_reason", "client_pause"), ("paused_actions", "all" if p.all else "write"),
+            ("paused_timeout_milliseconds", left)]
+
+
+def _memory(s: Server) -> Fields:
+    rss = _rss()
+    peak = max(_peak(), rss)
+    maxmemory = s.config.values["maxmemory"]
+    startup = min(_STARTUP_RSS, rss)
+    dataset = rss - startup
+    total = os.sysconf("SC_PHYS_PAGES") * _PAGE if hasattr(os, "sysconf") else 0
+    zeros = [(k, 0) for k in ("used_memory_lua", "used_memory_vm_eval")]
+    return [
+        ("used_memory", rss), ("used_memory_human", human(rss)), ("used_memory_rss", rss),
+        ("used_memory_rss_human", human(rss)), ("used_memory_peak", peak), ("used_memory_peak_human", human(peak)),
+        ("used_memory_peak_perc", f"{100 * rss / peak:.2f}%"), ("used_memory_overhead", startup),
+        ("used_memory_startup", startup), ("used_memory_dataset", dataset),
+        ("used_memory_dataset_perc", f"{100 * dataset / rss:.2f}%" if rss else "0.00%"),
+        ("allocator_allocated", rss), ("allocator_active", rss), ("allocator_resident", rss),
+        ("allocator_muzzy", 0), ("total_system_memory", total), ("total_system_memory_human", human(total)),
+        *zeros, ("used_memory_lua_human", "0B"), ("used_memory_scripts_eval", 0),
+        ("number_of_cached_scripts", len(s.scripting.scripts)),
+        ("number_of_functions", len(s.scripting.libraries.functions)),
+        ("number_of_libraries", len(s.scripting.libraries.libraries)), ("used_memory_vm_functions", 0),
+        ("used_memory_vm_total", 0), ("used_memory_vm_total_human", "0B"), ("used_memory_functions", 0),
+        ("used_memory_scripts", 0), ("used_memory_scripts_human", "0B"), ("maxmemory", maxmemory),
+        ("maxmemory_human", human(maxmemory)), ("maxmemory_policy", s.config.values["maxmemory-policy"]),
+        ("allocator_frag_ratio", "1.00"), ("allocator_frag_bytes", 0), ("allocator_rss_ratio", "1.00"),
+        ("allocator_rss_bytes", 0), ("rss_overhead_ratio", "1.00"), ("rss_overhead_bytes", 0),
+        ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0), ("mem_not_counted_for_evict", 0),
+        ("mem_replication_backlog", 0), ("mem_total_replication_buffers", 0), ("mem_replicas_repl_buffer", 0),
+        ("mem_clients_slaves", 0), ("mem_clients_normal", 0), ("mem_cluster_links", 0),
+        ("mem_cluster_slot_import", 0), ("mem_cluster_slot_export", 0), ("mem_aof_buffer", 0),
+        ("mem_allocator", "libc"), ("mem_overhead_db_hashtable_rehashing", 0), ("active_defrag_running", 0),
+        ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
+    ]
+
+
+def _persistence(s: Server) -> Fields:
+    snap = s.snapshots
+    now = time.time()
+    return [
+        ("loading", 0), ("async_loading", 0), ("current_cow_peak", 0), ("current_cow_size", 0),
+        ("current_cow_size_age", 0), ("current_fork_perc", "0.00"), ("current_save_keys_processed", 0),
+        ("current_save_keys_total", 0), ("rdb_changes_since_last_save", snap.changes()),
+        ("rdb_bgsave_in_progress", 1 if snap.child_pid else 0),
+        ("rdb_last_save_time", snap.lastsave), ("rdb_last_bgsave_status", "ok" if snap.last_bgsave_ok else "err"),
+        ("rdb_last_bgsave_time_sec", snap.last_bgsave_secs),
+        ("rdb_current_bgsave_time_sec", int(now - snap.child_started) if snap.child_pid else -1),
+        ("rdb_saves", snap.saves), ("rdb_last_cow_size", 0),
+        ("rdb_last_load_keys_expired", snap.keys_expired), ("rdb_last_load_keys_loaded", snap.keys_loaded),
+        *aof_fields(s), ("module_fork_in_progress", 0),
+        ("module_fork_last_cow_size", 0), ("slot_migration_fork_in_progress", 0),
+        *aof_size_fields(s),
+    ]
+
+
+def _zeros(*names: str) -> Fields:
+    return [(n, 0) for n in names]
+
+
+def _stats(s: Server) -> Fields:
+    commands = list(s.table.everything())
+    total = sum(cmd.calls for cmd in commands)
+    usec = sum(cmd.usec for cmd in commands)
+    net_in = sum(c.tot_net_in for c in s.clients.values())
+    net_out = sum(c.tot_net_out for c in s.clients.values())
+    return [
+        ("total_connections_received", s.total_connections), ("total_commands_processed", total),
+        ("instantaneous_ops_per_sec", 0), ("total_net_input_bytes", net_in), ("total_net_output_bytes", net_out),
+        *_zeros("total_net_repl_input_bytes", "total_net_repl_output_bytes", "total_net_cluster_slot_import_bytes",
+                "total_net_cluster_slot_export_bytes"),
+        ("instantaneous_input_kbps", "0.00"), ("instantaneous_output_kbps", "0.00"),
+        ("instantaneous_input_repl_kbps", "0.00"), ("instantaneous_output_repl_kbps", "0.00"),
+        ("rejected_connections", s.rejected_connections),
+        *_zeros("sync_full", "sync_partial_ok", "sync_partial_err"),
+        ("expired_keys", s.expired_keys), ("expired_fields", 0), ("expired_stale_perc", "0.00"),
+        ("expired_keys_with_volatile_items_stale_perc", "0.00"),
+        *_zeros("expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys",
+                "evicted_clients"),
+        ("evicted_scripts", s.scripting.evicted),
+        *_zeros("total_eviction_exceeded_time", "current_eviction_exceeded_time"),
+        ("keyspace_hits", getattr(s, "keyspace_hits", 0)), ("keyspace_misses", getattr(s, "keyspace_misses", 0)),
+        ("pubsub_channels", len(s.pubsub.channels)), ("pubsub_patterns", len(s.pubsub.patterns)),
+        ("pubsubshard_channels", len(s.pubsub.shard_channels)),
+        *_zeros("latest_fork_usec", "total_forks",
+                "migrate_cached_sockets", "slave_expires_tracked_keys", "active_defrag_hits",
+                "active_defrag_misses", "active_defrag_key_hits", "active_defrag_key_misses",
+                "total_active_defrag_time", "current_active_defrag_time"),
+        ("tracking_total_keys", len(s.tracking.table)), ("tracking_total_items", s.tracking.items),
+        ("tracking_total_prefixes", len(s.tracking.prefixes)), ("unexpected_error_replies", 0),
+        ("total_error_replies", s.total_error_replies),
+        *_zeros("dump_payload_sanitizations", "total_reads_processed", "total_writes_processed",
+                "io_threaded_reads_processed", "io_threaded_writes_processed", "io_threaded_freed_objects",
+                "io_threaded_accept_processed", "io_threaded_poll_processed", "io_threaded_total_prefetch_batches",
+                "io_threaded_total_prefetch_entries"),
+        ("client_query_buffer_limit_disconnections", s.qbuf_disconnections),
+        ("client_output_buffer_limit_disconnections", s.obuf_disconnections),
+        *_zeros("reply_buffer_shrinks", "reply_buffer_expands",
+                "eventloop_cycles", "eventloop_duration_sum"),
+        ("eventloop_duration_cmd_sum", usec),
+        *_zeros("instantaneous_eventloop_cycles_per_sec", "instantaneous_eventloop_duration_usec",
+                "acl_access_denied_auth", "acl_access_denied_cmd", "acl_access_denied_key",
+                "acl_access_denied_channel", "acl_access_denied_tls_cert", "acl_access_denied_db"),
+    ]
+
+
+def _replication(s: Server) -> Fields:
+    return [
+        ("role", "master"), ("connected_slaves", 0), ("replicas_waiting_psync", 0),
+        ("master_failover_state", "no-failover"),
+        # A replication ID of this process's own, stable for its lifetime.
+        ("master_replid", hashlib.sha1(s.run_id.encode()).hexdigest()), ("master_replid2", "0" * 40),
+        ("master_repl_offset", 0), ("second_repl_offset", -1), ("repl_backlog_active", 0),
+        ("repl_backlog_size", s.config.values["repl-backlog-size"]), ("repl_backlog_first_byte_offset", 0),
+        ("repl_backlog_histlen", 0),
+    ]
+
+
+def _cpu(s: Server) -> Fields:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+    main = resource.getrusage(who)
+    active = sum(cmd.usec for cmd in s.table.everything()) / 1e6
+    return [
+        ("used_cpu_sys", f"{me.ru_stime:.6f}"), ("used_cpu_user", f"{me.ru_utime:.6f}"),
+        ("used_cpu_sys_children", f"{kids.ru_stime:.6f}"), ("used_cpu_user_children", f"{kids.ru_utime:.6f}"),
+        ("used_cpu_sys_main_thread", f"{main.ru_stime:.6f}"), ("used_cpu_user_main_thread", f"{main.ru_utime:.6f}"),
+        ("used_active_time_main_thread", f"{active:.6f}"),
+    ]
+
+
+def _modules(s: Server) -> Fields:
+    return []
+
+
+def _commandstats(s: Server) -> Fields:
+    out: Fields = []
+    for cmd in s.table.everything():
+        if cmd.calls or cmd.rejected_calls or cmd.failed_calls:
+            # Valkey divides in single precision before printing two decimals.
+            per = _f32(_f32(cmd.usec) / _f32(cmd.calls)) if cmd.calls else 0.0
+            out.append((f"cmdstat_{cmd.name}", f"calls={cmd.calls},usec={cmd.usec},usec_per_call={per:.2f},"
+                        f"rejected_calls={cmd.rejected_calls},failed_calls={cmd.failed_calls}"))
+    return out
+
+
+def _errorstats(s: Server) -> Fields:
+    # Valkey keeps error codes in a radix tree: they come out sorted.
+    return [(f"errorstat_{code.decode(errors='replace')}", f"count={n}")
+            for code, n in sorted(s.error_stats.items())]
+
+
+def _latencystats(s: Server) -> Fields:
+    return []
+
+
+def _cluster(s: Server) -> Fields:
+    return [("cluster_enabled", 0)]
+
+
+def _cluster_info(s: Server) -> Fields:
+    return []
+
+
+def _engines(s: Server) -> Fields:
+    return [("engines_count", 0), ("engines_total_used_memory", 0), ("engines_total_memory_overhead", 0)]
+
+
+def _keyspace(s: Server) -> Fields:
+    return [(f"db{db.id}", f"keys={len(db)},expires={len(db.expires)},avg_ttl=0,keys_with_volatile_items=0")
+            for db in s.dbs if len(db)]
+
+
+def _debug(s: Server) -> Fields:
+    return _zeros("eventloop_duration_aof_sum", "eventloop_duration_cron_sum", "eventloop_duration_max",
+                  "eventloop_cmd_per_cycle_max", "io_threaded_reads_pending", "io_threaded_writes_pending")
+
+
+SECTIONS: dict[str, Callable[[Server], Fields]] = {
+    "server": _server, "tls": _tls, "clients": _clients, "memory": _memory, "persistence": _persistence,
+    "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": _modules,
+    "commandstats": _commandstats, "errorstats": _errorstats, "latencystats": _latencystats,
+    "cluster": _cluster, "cluster_info": _cluster_info, "scriptingengines": _engines, "keyspace": _keyspace,
+    "debug": _debug,
+}
+_GROUPS = {"default": DEFAULT, "all": ALL, "everything": ALL}
+
+
+def sections(names: list[str]) -> list[str]:
+    """The sections a request names, in Valkey's order; unknown names are ignored."""
+    wanted: set[str] = set()
+    for n in names or ["default"]:
+        n = n.lower()
+        wanted.update(_GROUPS.get(n, (n,)))
+    return [name for name in ORDER if name in wanted]
+
+
+def render(s: Server, names: list[str]) -> str:
+    """The INFO text: each section is its title line and its field lines,
+    and sections are separated by an empty line, as Valkey writes them."""
+    parts = []
+    for name in sections(names):
+        title = TITLES.get(name, name.capitalize())
+        lines = [f"# {title}\r\n"] + [f"{k}:{v}\r\n" for k, v in SECTIONS[name](s)]
+        parts.append("".join(lines))
+    return "\r\n".join(parts)

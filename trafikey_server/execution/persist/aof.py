@@ -1,0 +1,336 @@
+"""The append-only file: every write's effects, as RESP commands, on disk.
+
+Effects reach ``Aof`` three ways: ``feed`` after a successful write command
+(dispatch calls it next to ``server.dirty += 1``), ``add`` from a job-core
+plan as it applies, and ``expired`` when a key is deleted by lazy or active
+expiry. Effects gather in a *unit*: one top-level command, or everything a
+transaction or a script wrote (``begin``/``end`` around EXEC and script
+runs). A unit of several commands is written between MULTI and EXEC, and a
+SELECT goes before any effect in another database than the last one.
+
+Units are rendered into a buffer; once per event-loop turn ``flush`` writes
+the buffer to the current incremental file, and the replies of that turn
+are held (``hold``) until then, as Valkey writes its AOF buffer before it
+sends replies: a client never hears of a write the process has not handed
+to the kernel, so killing the process loses nothing acknowledged under any
+policy. With ``appendfsync always`` the flush also fsyncs before the replies
+go, so no client hears of a write that is not on disk. With ``everysec`` a
+background thread fsyncs once a second; with ``no`` the kernel decides.
+
+Files are laid out as Valkey 9.1 lays them out (see ``manifest.py``);
+``rewrite.py`` compacts them (BGREWRITEAOF), ``aofload.py`` replays them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import manifest as mf
+from .effects import Rule, rule_for
+from .rewrite import Rewriter, write_snapshot
+
+if TYPE_CHECKING:
+    from ...network.connection import Connection
+    from ...protocol.table import Command
+    from ...server import Server
+    from ...services.client import Client
+
+_MULTI = b"*1\r\n$5\r\nMULTI\r\n"
+_EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+_UNSET = object()
+
+
+def encode(argv: list[bytes]) -> bytes:
+    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+
+
+class Aof:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        cfg = server.config.values
+        self.dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
+        self.filename: str = cfg.get("appendfilename", "appendonly.aof")
+        self.policy: str = cfg.get("appendfsync", "everysec")
+        self.manifest = mf.Manifest()
+        self.fd = -1
+        self.unit: list[tuple[int, list[bytes]]] = []
+        self.depth = 0
+        self.buf: list[bytes] = []
+        self.selected = -1
+        self.scheduled = False
+        self.held: list[tuple[Connection, bytes]] = []
+        self.held_conns: set[Connection] = set()
+        self.rules: dict[bytes, Rule | None] = {}
+        # Sizes as INFO reports them.
+        self.current_size = 0
+        self.base_size = 0
+        self.last_write_ok = True
+        self.last_write_error = ""
+        # The background fsync of everysec.
+        self.lock = threading.Lock()
+        self.unsynced = False
+        self.last_fsync = time.monotonic()
+        self.fsyncs = 0
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.rewriter = Rewriter(self)
+
+    # -- opening ---------------------------------------------------------------------
+
+    def open(self, manifest: mf.Manifest | None) -> None:
+        """Start logging after the load: create the directory and a base of
+        the keyspace as it is when there was no manifest, then open the
+        last incremental file (or a new one) for appending."""
+        os.makedirs(self.dirname, exist_ok=True)
+        log = self.server.log
+        if manifest is None or (manifest.base is None and not manifest.incrs):
+            manifest = manifest or mf.Manifest()
+            base = manifest.new_base_name(self.filename)
+            log.notice(f"Creating AOF base file {base.name} on server start")
+            path = os.path.join(self.dirname, base.name)
+            write_snapshot(self.server, path)
+            manifest.base = base
+        self.manifest = manifest
+        if manifest.incrs:
+            part = manifest.incrs[-1]
+            log.notice(f"Opening AOF incr file {part.name} on server start")
+        else:
+            part = manifest.new_incr(self.filename)
+            log.notice(f"Creating AOF incr file {part.name} on server start")
+        self.fd = os.open(os.path.join(self.dirname, part.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        mf.store(manifest, self.dirname, self.filename)
+        for h in manifest.history:
+            self._unlink(h.name)
+        manifest.history.clear()
+        self.current_size = self._sizes()
+        self.base_size = self.current_size - os.fstat(self.fd).st_size
+        self.selected = -1
+        if self.policy == "everysec":
+            self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
+            self.thread.start()
+
+    def _sizes(self) -> int:
+        total = 0
+        for p in self.manifest.parts():
+            try:
+                total += os.path.getsize(os.path.join(self.dirname, p.name))
+            except OSError:
+                pass
+        return total
+
+    def _unlink(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self.dirname, name))
+        except FileNotFoundError:
+            pass
+
+    # -- effects ---------------------------------------------------------------------
+
+    def feed(self, c: Client, cmd: Command, argv: list[bytes], reply: bytes) -> None:
+        """A write command succeeded: log its effects."""
+        rule = self.rules.get(cmd.bname, _UNSET)
+        if rule is _UNSET:
+            rule = self.rules[cmd.bname] = rule_for(cmd.bname)
+        if rule is None:
+            self.unit.append((c.db.id, argv))
+        else:
+            dbid = c.db.id
+            for e in rule(c, argv, reply):  # type: ignore[operator]
+                self.unit.append((dbid, e))
+        if self.depth == 0:
+            self.close_unit()
+
+    def add(self, dbid: int, commands: list[list[bytes]]) -> None:
+        """Effects written by a job-core plan (closed by the verb's feed)."""
+        unit = self.unit
+        for argv in commands:
+            unit.append((dbid, argv))
+
+    def expired(self, dbid: int, key: bytes) -> None:
+        """A key removed by lazy or active expiry: logged as DEL."""
+        self.unit.append((dbid, [b"DEL", key]))
+        if not self.scheduled:
+            self._schedule()
+
+    def begin(self) -> None:
+        """A transaction or a script starts: its effects form one unit."""
+        if self.depth == 0 and self.unit:
+            self._close_loose()
+        self.depth += 1
+
+    def end(self) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.unit:
+            self.close_unit()
+
+    def close_unit(self) -> None:
+        unit = self.unit
+        if not unit:
+            return
+        self.unit = []
+        buf = self.buf
+        wrap = len(unit) > 1
+        if wrap:
+            first = unit[0][0]
+            if first != self.selected:
+                buf.append(encode([b"SELECT", b"%d" % first]))
+                self.selected = first
+            buf.append(_MULTI)
+        for dbid, argv in unit:
+            if dbid != self.selected:
+                buf.append(encode([b"SELECT", b"%d" % dbid]))
+                self.selected = dbid
+            buf.append(encode(argv))
+        if wrap:
+            buf.append(_EXEC)
+        if self.rewriter.child_pid:
+            self.rewriter.dirty = True
+        if not self.scheduled:
+            self._schedule()
+
+    def _close_loose(self) -> None:
+        """Expiry deletions outside any command: each on its own."""
+        unit = self.unit
+        self.unit = []
+        for entry in unit:
+            self.unit = [entry]
+            self.close_unit()
+
+    def _schedule(self) -> None:
+        self.scheduled = True
+        loop = self.server.loop
+        if loop is not None:
+            loop.call_soon(self.flush)
+
+    # -- replies held for always -------------------------------------------------------
+
+    def hold(self, conn: Connection, out: list[bytes]) -> bool:
+        """Keep a connection's replies until this turn's records are
+        written (and fsynced, under ``always``). False when they may go now."""
+        if not (self.buf or self.unit or conn in self.held_conns):
+            return False
+        self.held.append((conn, b"".join(out)))
+        self.held_conns.add(conn)
+        if not self.scheduled:
+            self._schedule()
+        return True
+
+    def _release(self) -> None:
+        held = self.held
+        self.held = []
+        self.held_conns.clear()
+        for conn, payload in held:
+            t = conn.transport
+            c = conn.client
+            if t is None or t.is_closing():
+                continue
+            if payload:
+                if c is not None:
+                    c.tot_net_out += len(payload)
+                t.write(payload)
+            if c is not None and c.closing:
+                t.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def flush(self, fsync: bool | None = None) -> None:
+        """Write the buffer; fsync as the policy says (or as asked)."""
+        self.scheduled = False
+        if self.depth == 0 and self.unit:
+            self._close_loose()
+        if self.buf:
+            data = b"".join(self.buf)
+            self.buf = []
+            self._write(data)
+            if fsync is None:
+                fsync = self.policy == "always"
+            if fsync:
+                self.fsync()
+            else:
+                self.unsynced = True
+        elif fsync:
+            self.fsync()
+        if self.held:
+            self._release()
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except InterruptedError:
+                continue
+            except OSError as e:
+                # Valkey exits when it cannot write under always; here too,
+                # a reply must never claim a write that is not logged.
+                self.last_write_ok = False
+                self.last_write_error = str(e)
+                self.server.log.warning(f"Error writing to the AOF file: {e}")
+                if self.policy == "always":
+                    self.server.log.warning("Can't recover from AOF write error when the AOF fsync policy is "
+                                            "'always'. Exiting...")
+                    os._exit(1)
+                raise
+            view = view[n:]
+        self.current_size += len(data)
+        self.last_write_ok = True
+
+    def fsync(self) -> None:
+        with self.lock:
+            if self.fd >= 0:
+                os.fsync(self.fd)
+                self.fsyncs += 1
+            self.unsynced = False
+            self.last_fsync = time.monotonic()
+
+    def _fsync_loop(self) -> None:
+        """everysec: at most one second of writes is only in the page cache."""
+        while not self.stop.wait(1.0):
+            if self.unsynced:
+                try:
+                    self.fsync()
+                except OSError as e:  # pragma: no cover - disk trouble
+                    self.server.log.warning(f"AOF background fsync failed: {e}")
+
+    # -- rewrite support -----------------------------------------------------------------
+
+    def switch_incr(self) -> mf.Part:
+        """Flush and fsync the current incremental file, then append to a
+        new one, recorded in the manifest before any record reaches it."""
+        self.flush(fsync=True)
+        part = self.manifest.new_incr(self.filename)
+        fd = os.open(os.path.join(self.dirname, part.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        mf.store(self.manifest, self.dirname, self.filename)
+        with self.lock:
+            old, self.fd = self.fd, fd
+            os.close(old)
+        self.selected = -1
+        return part
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and fsync everything logged, then stop (SHUTDOWN, SIGTERM)."""
+        if self.fd < 0:
+            return
+        self.rewriter.kill()
+        self.flush(fsync=True)
+        self.stop.set()
+        with self.lock:
+            os.close(self.fd)
+            self.fd = -1
+
+    # -- INFO ------------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "aof_current_size": self.current_size,
+            "aof_base_size": self.base_size,
+            "aof_pending_rewrite": 0,
+            "aof_buffer_length": sum(map(len, self.buf)),
+            "aof_pending_bio_fsync": 0,
+            "aof_delayed_fsync": 0,
+        }

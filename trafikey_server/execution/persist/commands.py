@@ -1,0 +1,89 @@
+"""BGREWRITEAOF, ``CONFIG SET appendonly``, and the aof_* fields of INFO."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...services.config import register_apply
+from ...util.errors import CommandError
+from . import manifest as mf
+from .aof import Aof
+from .oneoff import rewrite_once
+from .startup import start_logging, stop_logging
+
+if TYPE_CHECKING:
+    from ...server import Server
+    from ...services.client import Client
+
+STARTED = b"+Background append only file rewriting started\r\n"
+
+
+def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
+    server = c.server
+    aof = server.aof
+    if aof is None:
+        # Valkey rewrites even with appendonly off: a base file and a
+        # manifest naming only it, written by a child as with the log on.
+        rewrite_once(server)
+        return STARTED
+    if aof.rewriter.child_pid:
+        raise CommandError(b"ERR Background append only file rewriting already in progress")
+    try:
+        aof.rewriter.start()
+    except OSError as e:
+        raise CommandError(b"ERR Can't execute an AOF background rewriting. "
+                           b"Please check the server logs for more information.") from e
+    return STARTED
+
+
+def apply_appendonly(server: Any, value: bool) -> None:
+    """CONFIG SET appendonly: on starts the log with a rewrite of the
+    keyspace (the new base), off flushes and closes it."""
+    if server.loop is None:
+        return  # before start-up the option is only read
+    if not value:
+        stop_logging(server)
+        return
+    if server.aof is not None:
+        return
+    aof = Aof(server)
+    old = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX))
+    fresh = mf.Manifest()
+    if old is not None:
+        # What an earlier run left is history once the new base is in.
+        fresh.base_seq, fresh.incr_seq = old.base_seq, old.incr_seq
+        fresh.history = old.parts() + old.history
+    # The new base is the keyspace now, written before the log opens.
+    start_logging(server, aof, fresh)
+
+
+def aof_fields(s: Server) -> list[tuple[str, Any]]:
+    """The aof_* lines of INFO persistence, in Valkey's order (the size
+    lines follow only when the log is on)."""
+    aof = s.aof
+    if aof is None:
+        return [
+            ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
+            ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
+            ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0), ("aof_rewrites_consecutive_failures", 0),
+            ("aof_last_write_status", "ok"), ("aof_last_cow_size", 0),
+        ]
+    rw = aof.rewriter
+    running = bool(rw.child_pid)
+    return [
+        ("aof_enabled", 1), ("aof_rewrite_in_progress", int(running)), ("aof_rewrite_scheduled", 0),
+        ("aof_last_rewrite_time_sec", rw.last_time),
+        ("aof_current_rewrite_time_sec", int(time.monotonic() - rw.started) if running else -1),
+        ("aof_last_bgrewrite_status", rw.last_status), ("aof_rewrites", rw.rewrites),
+        ("aof_rewrites_consecutive_failures", rw.failures),
+        ("aof_last_write_status", "ok" if aof.last_write_ok else "err"), ("aof_last_cow_size", 0),
+    ]
+
+
+def aof_size_fields(s: Server) -> list[tuple[str, Any]]:
+    return [] if s.aof is None else list(s.aof.info().items())
+
+
+register_apply("appendonly", apply_appendonly)

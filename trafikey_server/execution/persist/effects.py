@@ -1,0 +1,201 @@
+"""A write command's effect, as the plain commands that reproduce it.
+
+The log never holds a command whose replay would depend on when it is
+replayed, on the process or on the caller: a relative expiry is logged as
+its absolute time, INCRBYFLOAT as the value it left, a script or a job-core
+verb as the commands it wrote (those are fed by their inner calls and by
+``Plan.apply``, not here). A rule sees the request, its reply and the
+keyspace just after the call, and returns the commands to log; a command
+with no rule is logged as it was sent, which is right for every write
+whose replay is deterministic (INCRBY, HSET, ZADD, ZUNIONSTORE...).
+
+The rules follow what Valkey 9.1 propagates (t_string.c, expire.c,
+t_hash.c): SET with an expiry as ``SET ... PXAT``, GETEX as PEXPIREAT or
+PERSIST, an expiry already in the past as DEL, HINCRBYFLOAT as HSET.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ...protocol.args import word
+
+if TYPE_CHECKING:
+    from ...services.client import Client
+
+Effects = list[list[bytes]]
+Rule = Callable[["Client", list[bytes], bytes], Effects]
+
+_ZERO = b":0\r\n"
+NOTHING: Effects = []
+
+
+def _string_state(c: Client, key: bytes) -> Effects:
+    """SET key value [PXAT when]: what the key holds now, or DEL when the
+    write left no key (an expiry already past)."""
+    db = c.db
+    v = db.data.get(key)
+    if v is None:
+        return [[b"DEL", key]]
+    when = db.expires.get(key)
+    if when is None:
+        return [[b"SET", key, bytes(v)]]
+    return [[b"SET", key, bytes(v), b"PXAT", b"%d" % when]]
+
+
+def _is_null(reply: bytes) -> bool:
+    return reply in (b"$-1\r\n", b"_\r\n", b"*-1\r\n")
+
+
+def _set(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    # Without GET a null reply means NX/XX refused the write. With GET the
+    # reply cannot tell; logging the state then is harmless (it is the
+    # state the key is in).
+    if _is_null(reply) and not any(a.lower() == b"get" for a in argv[3:]):
+        return NOTHING
+    return _string_state(c, argv[1])
+
+
+def _setnx(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if reply == _ZERO else _string_state(c, argv[1])
+
+
+def _state(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return _string_state(c, argv[1])
+
+
+def _unless_zero(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """DEL, UNLINK, HDEL, ZREM...: a zero reply changed nothing."""
+    return NOTHING if reply == _ZERO else [argv]
+
+
+def _unless_null(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if _is_null(reply) else [argv]
+
+
+def _expire(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    if reply == _ZERO:
+        return NOTHING
+    key = argv[1]
+    when = c.db.expires.get(key)
+    if key not in c.db.data:
+        return [[b"DEL", key]]
+    if when is None:  # pragma: no cover - an expiry command that set none
+        return [argv]
+    return [[b"PEXPIREAT", key, b"%d" % when]]
+
+
+def _getdel(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if _is_null(reply) else [[b"DEL", argv[1]]]
+
+
+def _getex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    if _is_null(reply) or len(argv) == 2:
+        return NOTHING
+    key = argv[1]
+    db = c.db
+    if key not in db.data:
+        return [[b"DEL", key]]
+    if argv[2].lower() == b"persist":
+        return [[b"PERSIST", key]]
+    when = db.expires.get(key)
+    return NOTHING if when is None else [[b"PEXPIREAT", key, b"%d" % when]]
+
+
+def _incrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    v = c.db.data[argv[1]]
+    return [[b"SET", argv[1], bytes(v), b"KEEPTTL"]]
+
+
+def _hincrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    h = c.db.data[argv[1]]
+    return [[b"HSET", argv[1], argv[2], bytes(h[argv[2]])]]
+
+
+def _nothing(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """A write whose effects were logged as they happened (a job-core verb
+    through its plan) or that changes no data."""
+    return NOTHING
+
+
+def _zpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if reply in (b"*0\r\n", b"$-1\r\n", b"*-1\r\n", b"_\r\n") else [argv]
+
+
+def _popped_key(reply: bytes) -> tuple[bytes, int]:
+    """The key heading a blocking or multi-key pop's reply (``*N`` then
+    the key's bulk), and the offset just after it."""
+    head = reply.index(b"\r\n") + 2
+    eol = reply.index(b"\r\n", head)
+    n = int(reply[head + 1:eol])
+    start = eol + 2
+    return reply[start:start + n], start + n + 2
+
+
+def _bzpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """BZPOPMIN / BZPOPMAX are logged as the ZPOPMIN / ZPOPMAX they did,
+    as Valkey propagates them."""
+    if _is_null(reply):
+        return NOTHING
+    key, _ = _popped_key(reply)
+    return [[b"ZPOPMAX" if argv[0].lower() == b"bzpopmax" else b"ZPOPMIN", key]]
+
+
+def _zmpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """ZMPOP / BZMPOP: ZPOPMIN or ZPOPMAX of the key they popped from,
+    with the number of members taken."""
+    if _is_null(reply):
+        return NOTHING
+    key, at = _popped_key(reply)
+    count = reply[at + 1:reply.index(b"\r\n", at)]
+    # MIN/MAX is read at its position, after the keys.
+    numkeys_at = 2 if argv[0].lower() == b"bzmpop" else 1
+    top = word(argv[numkeys_at + int(argv[numkeys_at]) + 1]) == b"max"
+    return [[b"ZPOPMAX" if top else b"ZPOPMIN", key, count]]
+
+
+RULES: dict[bytes, Rule] = {
+    b"set": _set,
+    b"setnx": _setnx,
+    b"setex": _state,
+    b"psetex": _state,
+    b"getset": _state,
+    b"getdel": _getdel,
+    b"getex": _getex,
+    b"incrbyfloat": _incrbyfloat,
+    b"msetnx": _unless_zero,
+    b"del": _unless_zero,
+    b"unlink": _unless_zero,
+    b"renamenx": _unless_zero,
+    b"copy": _unless_zero,
+    b"move": _unless_zero,
+    b"persist": _unless_zero,
+    b"expire": _expire,
+    b"pexpire": _expire,
+    b"expireat": _expire,
+    b"pexpireat": _expire,
+    b"hsetnx": _unless_zero,
+    b"hdel": _unless_zero,
+    b"hincrbyfloat": _hincrbyfloat,
+    b"zrem": _unless_zero,
+    b"zremrangebyrank": _unless_zero,
+    b"zremrangebyscore": _unless_zero,
+    b"zremrangebylex": _unless_zero,
+    b"zpopmin": _zpop,
+    b"zpopmax": _zpop,
+    b"bzpopmin": _bzpop,
+    b"bzpopmax": _bzpop,
+    b"zmpop": _zmpop,
+    b"bzmpop": _zmpop,
+    b"zincrby": _unless_null,
+    b"cluster|flushslot": _nothing,
+}
+
+
+def rule_for(name: bytes) -> Rule | None:
+    """The rule of a command (None: log it as sent). Job-core verbs write
+    through plans, which log themselves."""
+    if name.startswith(b"emq."):
+        return _nothing
+    return RULES.get(name)

@@ -1,0 +1,181 @@
+"""BGREWRITEAOF: a new base file from the keyspace, without blocking clients.
+
+As Valkey does it: the parent flushes the current incremental file and
+opens a new one (recorded in the manifest first), then forks. The child
+writes the keyspace it inherited — the state at the fork — as commands to a
+temp file, fsyncs it and exits. Meanwhile the parent serves clients and
+logs their writes to the new incremental file. When the child succeeds, the
+parent renames the temp file to the next base name, writes the manifest
+naming that base and the incremental files opened since the fork, and only
+then deletes the old base and incremental files. If anything fails, the old
+files stay in the manifest and nothing is lost.
+
+The base is written in RESP command form (as Valkey with
+``aof-use-rdb-preamble no``): library code as FUNCTION LOAD, then per
+database SELECT, the commands each value type rebuilds its values with
+(``ValueType.aof_rewrite``: SET, HSET, ZADD, at most 64 items per command as
+Valkey's AOF_REWRITE_ITEMS_PER_CMD) and PEXPIREAT. Keys already past their
+expiry are left out.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from ...protocol.resp import bulks as encode
+from ...values.registry import BY_CLASS
+from . import manifest as mf
+
+if TYPE_CHECKING:
+    from ...server import Server
+    from .aof import Aof
+
+
+def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
+    """The keyspace as commands, in chunks of bytes."""
+    libs = server.scripting.libraries.libraries
+    for lib in libs.values():
+        yield encode([b"FUNCTION", b"LOAD", lib.code])
+    now = server.clock.ms()
+    for db in server.dbs:
+        if not db.data:
+            continue
+        yield encode([b"SELECT", b"%d" % db.id])
+        exp = db.expires
+        out: list[bytes] = []
+        for key, v in list(db.data.items()):
+            when = exp.get(key)
+            if when is not None and when < now:
+                continue
+            vt = BY_CLASS.get(type(v))
+            if vt is not None:
+                out.extend(encode(argv) for argv in vt.aof_rewrite(key, v))
+            if when is not None:
+                out.append(encode([b"PEXPIREAT", key, b"%d" % when]))
+            if len(out) >= 1024:
+                yield b"".join(out)
+                out = []
+        if out:
+            yield b"".join(out)
+
+
+def write_snapshot(server: Server, path: str) -> int:
+    """Write the keyspace to path and fsync it; its size."""
+    size = 0
+    with open(path, "wb", buffering=1 << 20) as f:
+        for chunk in snapshot_records(server):
+            f.write(chunk)
+            size += len(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    return size
+
+
+class Rewriter:
+    def __init__(self, aof: Aof) -> None:
+        self.aof = aof
+        self.child_pid = 0
+        self.temp = ""
+        self.started = 0.0
+        self.rewrites = 0
+        self.last_status = "ok"
+        self.failures = 0
+        self.last_time = -1
+        self.scheduled = False
+        self.dirty = False
+        self.incr_at_fork = 0
+
+    def start(self) -> bool:
+        """Fork the child; False when a rewrite already runs."""
+        if self.child_pid:
+            return False
+        aof = self.aof
+        server = aof.server
+        part = aof.switch_incr()
+        self.incr_at_fork = part.seq
+        self.temp = os.path.join(aof.dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        pid = os.fork()
+        if pid == 0:  # the child: write and leave without running anything else
+            code = 1
+            try:
+                write_snapshot(server, self.temp)
+                code = 0
+            finally:
+                os._exit(code)
+        self.child_pid = pid
+        self.started = time.monotonic()
+        server.log.notice(f"Background append only file rewriting started by pid {pid}")
+        self._watch()
+        return True
+
+    def _watch(self) -> None:
+        loop = self.aof.server.loop
+        if loop is not None:
+            loop.call_later(0.02, self._poll)
+
+    def _poll(self) -> None:
+        if not self.child_pid:
+            return
+        pid, status = os.waitpid(self.child_pid, os.WNOHANG)
+        if pid == 0:
+            self._watch()
+            return
+        self.child_pid = 0
+        ok = os.waitstatus_to_exitcode(status) == 0
+        self.last_time = int(time.monotonic() - self.started)
+        if ok:
+            try:
+                self._install()
+            except OSError as e:
+                self.aof.server.log.warning(f"Background AOF rewrite could not be installed: {e}")
+                ok = False
+        if not ok:
+            self._fail()
+        else:
+            self.rewrites += 1
+            self.failures = 0
+            self.last_status = "ok"
+            self.aof.server.log.notice("Background AOF rewrite finished successfully")
+        if self.scheduled:
+            self.scheduled = False
+            self.start()
+
+    def _install(self) -> None:
+        aof = self.aof
+        m = aof.manifest
+        base = m.new_base_name(aof.filename)
+        os.replace(self.temp, os.path.join(aof.dirname, base.name))
+        old = ([m.base] if m.base else []) + [p for p in m.incrs if p.seq < self.incr_at_fork]
+        m.base = base
+        m.incrs = [p for p in m.incrs if p.seq >= self.incr_at_fork]
+        mf.store(m, aof.dirname, aof.filename)
+        for p in old:
+            aof._unlink(p.name)
+        aof.base_size = os.path.getsize(os.path.join(aof.dirname, base.name))
+        aof.current_size = aof._sizes()
+
+    def _fail(self) -> None:
+        self.failures += 1
+        self.last_status = "err"
+        self.aof.server.log.warning("Background AOF rewrite terminated with error")
+        try:
+            os.unlink(self.temp)
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        """Shutdown during a rewrite: the child's work is dropped; the
+        manifest still names every file it replaces."""
+        if self.child_pid:
+            try:
+                os.kill(self.child_pid, 9)
+                os.waitpid(self.child_pid, 0)
+            except OSError:
+                pass
+            self.child_pid = 0
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass

@@ -1,0 +1,102 @@
+"""What the server loads before it serves, and when the log opens.
+
+Valkey's loadDataFromDisk in small: with ``appendonly yes`` and a log on
+disk, the AOF is the truth and is replayed (its manifest in appenddirname,
+or a legacy single file ``<dir>/<appendfilename>``, which is then moved into
+the directory as the base); otherwise the RDB snapshot is loaded, if there
+is one. A server switched to ``appendonly yes`` with only a snapshot on disk
+thus starts from the snapshot and writes it out as the log's first base, so
+turning the log on never loses data. Either way the log opens only after the
+load, so nothing loaded is logged again.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from . import manifest as mf
+from .aof import Aof
+from .aofload import AofLoadError, Loader
+from .snapshot import load_at_startup as load_snapshot
+
+if TYPE_CHECKING:
+    from ...server import Server
+
+
+
+def load_at_startup(server: Server) -> None:
+    """Fill the keyspace from disk; open the log when appendonly is on.
+    Raises AofLoadError when start-up must stop."""
+    # The snapshot loader itself stands aside when a log is on and present.
+    load_snapshot(server)
+    if not server.config.values.get("appendonly", False):
+        return
+    aof = Aof(server)
+    manifest = _load_aof(server, aof)
+    start_logging(server, aof, manifest)
+
+
+def start_logging(server: Server, aof: Aof, manifest: mf.Manifest | None) -> None:
+    aof.open(manifest)
+    server.aof = aof
+    for db in server.dbs:
+        db.on_expire = aof.expired
+
+
+def stop_logging(server: Server) -> None:
+    aof = server.aof
+    if aof is None:
+        return
+    server.aof = None
+    for db in server.dbs:
+        db.on_expire = None
+    aof.close()
+
+
+def _load_aof(server: Server, aof: Aof) -> mf.Manifest | None:
+    log = server.log
+    path = os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX)
+    try:
+        manifest = mf.load(path)
+    except mf.ManifestError as e:
+        raise AofLoadError(str(e)) from None
+    if manifest is None:
+        legacy = os.path.join(server.config.values["dir"], aof.filename)
+        if not os.path.isfile(legacy):
+            return None
+        # Valkey's aofUpgradePrepare: the old single file becomes the base.
+        os.makedirs(aof.dirname, exist_ok=True)
+        manifest = mf.Manifest()
+        manifest.base = mf.Part(aof.filename, 1, "b")
+        manifest.base_seq = 1
+        _replay(server, [os.path.join(server.config.values["dir"], aof.filename)])
+        os.replace(legacy, os.path.join(aof.dirname, aof.filename))
+        mf.store(manifest, aof.dirname, aof.filename)
+        log.notice(f"Successfully migrated an old-style AOF into the AOF directory {aof.dirname}")
+        return manifest
+    parts = manifest.parts()
+    missing = [p.name for p in parts if not os.path.isfile(os.path.join(aof.dirname, p.name))]
+    if missing:
+        raise AofLoadError(f"The AOF file {missing[0]} named by the manifest does not exist")
+    _replay(server, [os.path.join(aof.dirname, p.name) for p in parts])
+    return manifest
+
+
+def _replay(server: Server, paths: list[str]) -> None:
+    loader = Loader(server)
+    clock = server.clock
+    saved = clock.frozen_ms
+    # Nothing expires while loading (as in Valkey): time stands at zero,
+    # so every absolute expiry in the log lies in the future.
+    clock.frozen_ms = 0
+    server.loading = True
+    try:
+        for i, path in enumerate(paths):
+            if os.path.getsize(path) == 0:
+                continue
+            loader.load_file(path, last=i == len(paths) - 1)
+    finally:
+        clock.frozen_ms = saved
+        server.loading = False
+    server.log.notice(f"DB loaded from append only file: {loader.commands} commands")

@@ -1,0 +1,199 @@
+"""Serving other clients while a script runs too long.
+
+A script runs on the event loop's thread and nothing else may run while it
+does: it is atomic. But a script that runs past ``busy-reply-threshold``
+must not freeze the server: like Valkey, the server then answers other
+clients — ``BUSY`` to almost everything, while ``SCRIPT KILL``,
+``FUNCTION KILL`` and ``SHUTDOWN NOSAVE`` act — so a runaway script can be
+stopped.
+
+The event loop cannot run while the script holds its thread, so the Lua
+count hook calls ``Busy.serve`` every so often, and ``serve`` does a small
+event loop of its own: it polls the client sockets and the listening
+sockets without waiting, reads what arrived and feeds it to each
+connection's own parser (``Connection.data_received``), whose replies go out
+through the connection's transport as usual. The dispatcher, seeing
+``server.busy_run`` set, refuses what a busy server refuses. Connections
+accepted meanwhile are served through a stand-in transport and handed to
+the event loop when the script ends.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...server import Server
+    from .engine import Run
+
+_READ = 1 << 16
+
+
+class RawTransport:
+    """The few transport methods a Connection uses, over a plain socket,
+    for a connection accepted while the event loop cannot run."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.sock.setblocking(True)
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.closed = True
+        finally:
+            self.sock.setblocking(False)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name == "peername":
+            return self.sock.getpeername()
+        if name == "sockname":
+            return self.sock.getsockname()
+        if name == "socket":
+            return self.sock
+        return default
+
+
+class DirectWriter:
+    """Stands in for an event-loop transport while the loop cannot run:
+    uvloop sends what is written only on its next iteration, so replies
+    are written to the socket here, at once. Used only when the transport
+    has nothing buffered, so nothing can overtake earlier replies."""
+
+    def __init__(self, fd: int, real: Any) -> None:
+        self.fd = fd
+        self.real = real
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except BlockingIOError:
+                select.select([], [self.fd], [], 1.0)
+                continue
+            except OSError:
+                self.closing = True
+                return
+            view = view[n:]
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.real.get_extra_info(name, default)
+
+
+class Busy:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def serve(self, run: Run) -> None:
+        """One turn of the busy loop: serve what is ready, wait for nothing."""
+        server = self.server
+        server.busy_run = run
+        caller = run.caller
+        fds: dict[int, Any] = {}
+        listeners = {}
+        for lst in server.listeners:
+            listeners[lst.fileno()] = lst
+            for sock, conn in list(lst.pending.items()):
+                if conn.client is None:
+                    # Accepted, not yet announced by the loop: served raw until it is.
+                    conn.connection_made(RawTransport(sock))
+                if isinstance(conn.transport, RawTransport) and not conn.transport.closed:
+                    fds[sock.fileno()] = conn
+        for conn in list(server.connections.values()):
+            c = conn.client
+            if c is None or c is caller or c.fd < 0 or c.closing or isinstance(conn.transport, RawTransport):
+                continue
+            if conn.transport.get_write_buffer_size():
+                continue  # earlier replies still queued: this one waits for the script
+            fds[c.fd] = conn
+        try:
+            ready, _, _ = select.select(list(fds) + list(listeners), [], [], 0)
+        except (OSError, ValueError):
+            return
+        for fd in ready:
+            lst = listeners.get(fd)
+            if lst is not None:
+                self._accept(lst, lst.connection_class)
+                continue
+            conn = fds[fd]
+            try:
+                data = os.read(fd, _READ)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            real = conn.transport
+            if not data:
+                if isinstance(real, RawTransport):
+                    real.closed = True
+                    conn.connection_lost(None)
+                else:
+                    real.close()
+                continue
+            if isinstance(real, RawTransport):
+                conn.data_received(data)
+                if real.closed and conn.client is not None:
+                    conn.connection_lost(None)
+                continue
+            direct = DirectWriter(fd, real)
+            conn.transport = conn.client.transport = direct
+            try:
+                conn.data_received(data)
+            finally:
+                conn.transport = real
+                if conn.client is not None:
+                    conn.client.transport = real
+            if direct.closing:
+                real.close()
+        if server.stopping is not None and server.stopping.is_set():
+            run.killed = run.shutdown = True  # SHUTDOWN NOSAVE: the script ends so the server can
+
+    def _accept(self, lst: Any, factory: Any) -> None:
+        sock = lst.accept_one()
+        if sock is None:
+            return
+        conn = factory(self.server)
+        conn.connection_made(RawTransport(sock))
+        lst.pending[sock] = conn
+        loop = lst.loop
+        task = loop.create_task(loop.connect_accepted_socket(lambda conn=conn: conn, sock))
+        task.add_done_callback(lambda t, sock=sock: lst._made(sock, t))
+
+    def done(self, run: Run) -> None:
+        """The script ended: the event loop takes over again. Connections
+        served raw meanwhile are announced by the loop in a moment
+        (Connection.connection_made keeps their state)."""
+        self.server.busy_run = None

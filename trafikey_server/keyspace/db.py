@@ -1,0 +1,321 @@
+"""One logical database: keys, their values and their expiry times.
+
+Expiry is kept in ``expires`` (key -> absolute ms) and checked lazily on
+every lookup, as Valkey does. For the active sweep a min-heap of
+``(when, key)`` lets the server find due keys without scanning or sampling:
+when nothing is due the sweep costs one comparison. A heap entry whose key
+has since been persisted, re-expired or deleted is simply skipped when
+popped, and the heap is rebuilt when stale entries outnumber live ones.
+
+Every change to a key goes through ``set``/``delete``/``touch`` and ends in
+``_signal``, the one place that tells WATCH and the services listening
+(``observers``: client tracking) of it. Writes test ``signalled`` alone,
+which is false while no key is watched and nothing observes. A value added
+under an absent key (``add``, or ``set`` of an absent key: Valkey's dbAdd) is
+also where a key some client is blocked on becomes ready (``blocking.py``),
+and where keyspace notifications raise ``new``; with nobody blocked and
+notifications off that costs two tests.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..util.errors import wrongtype
+from ..values.hash import Hash
+from ..values.zset import ZSet
+
+if TYPE_CHECKING:
+    from ..services.client import Client, Watch
+    from ..services.notify import Notify
+    from ..util.clock import Clock
+
+
+class Db:
+    __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers")
+
+    def __init__(self, id: int, clock: Clock) -> None:
+        self.id = id
+        self.clock = clock
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}
+        self._heap: list[tuple[int, bytes]] = []
+        # key -> the clients watching it (in WATCH order) and their watch;
+        # empty unless WATCH is in use.
+        self.watchers: dict[bytes, dict[Client, Watch]] = {}
+        # Told of every key removed by expiry (the append-only log writes a DEL).
+        self.on_expire: Callable[[int, bytes], None] | None = None
+        # Keyspace notifications (notify.py), None while they are off: the
+        # new-key and expired events are raised here.
+        self.events: Notify | None = None
+        # key -> the clients blocked on it, in the order they blocked
+        # (blocking.py); empty unless a blocking command waits.
+        self.blocking: dict[bytes, list[Client]] = {}
+        # Keys signalled ready and not yet served, and the server-wide list
+        # they are appended to (Blocking.ready).
+        self.ready_keys: set[bytes] = set()
+        self.ready_sink: list[tuple[Db, bytes]] = []
+        # Keys removed by expiry, lazy or active (INFO's expired_keys).
+        self.expired_count = 0
+        # While CLIENT PAUSE lasts an expired key reads as missing but
+        # stays stored (Valkey pauses expiry with writes).
+        self.expiry_paused = False
+        # -- the change signal: whoever must hear of every change to a key --
+        # Told of each change (key, False when expiry removed it): client
+        # tracking is one while any client tracks (observe / unobserve).
+        self.observers: tuple[Callable[[bytes, bool], None], ...] = ()
+        # True while WATCH or an observer needs _signal (refresh_signalled).
+        self.signalled = False
+
+    # -- reads -------------------------------------------------------------
+
+    def get(self, key: bytes) -> Any:
+        """The live value of key, or None; an expired key is removed first.
+        As in Valkey, a key lives through its expiry millisecond and is
+        gone the one after."""
+        v = self.data.get(key)
+        if v is not None and self.expires and key in self.expires:
+            if self.expires[key] < self.clock.ms():
+                self._expire(key)
+                return None
+        return v
+
+    # The typed reads repeat get()'s few lines instead of calling it: they
+    # are the hottest calls in the server, and a call is most of their cost.
+
+    def get_hash(self, key: bytes) -> Hash | None:
+        v = self.data.get(key)
+        if v is None:
+            return None
+        if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+            self._expire(key)
+            return None
+        if type(v) is Hash:
+            return v
+        raise wrongtype()
+
+    def get_zset(self, key: bytes) -> ZSet | None:
+        v = self.data.get(key)
+        if v is None:
+            return None
+        if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+            self._expire(key)
+            return None
+        if type(v) is ZSet:
+            return v
+        raise wrongtype()
+
+    def get_string(self, key: bytes) -> bytes | bytearray | None:
+        v = self.data.get(key)
+        if v is None:
+            return None
+        if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+            self._expire(key)
+            return None
+        t = type(v)
+        if t is bytes or t is bytearray:
+            return v
+        raise wrongtype()
+
+    def exists(self, key: bytes) -> bool:
+        return self.get(key) is not None
+
+    def ttl_ms(self, key: bytes) -> int | None:
+        """Absolute expiry of a live key, or None if it has none."""
+        return self.expires.get(key)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def live_keys(self) -> Iterator[bytes]:
+        """Every key not past its expiry (expired ones are left for the sweep)."""
+        if not self.expires:
+            yield from list(self.data)
+            return
+        now = self.clock.ms()
+        exp = self.expires
+        for k in list(self.data):
+            t = exp.get(k)
+            if t is None or t >= now:
+                yield k
+
+    # -- writes ------------------------------------------------------------
+
+    def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
+        """Store value under key; like Valkey's setKey, drops any TTL unless
+        keep_ttl. A key that was absent is added (dbAdd): clients blocked
+        on it may be served."""
+        if self.events:
+            self.events.storing(self, key)
+        added = self.blocking and (key not in self.data or self.key_is_expired(key))
+        self.data[key] = value
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        if self.signalled:
+            self._signal(key)
+        if added:
+            self._ready(key)
+
+    def add(self, key: bytes, value: Any) -> None:
+        """Store a value under a key known to be absent (no TTL to drop)."""
+        if self.events:
+            self.events.emit(self, b"new", key)
+        self.data[key] = value
+        if self.signalled:
+            self._signal(key)
+        if self.blocking:
+            self._ready(key)
+
+    def _ready(self, key: bytes) -> None:
+        """Valkey's signalKeyAsReady, from dbAdd: a key someone waits for
+        now holds a value; it is queued once until served."""
+        if key in self.blocking and key not in self.ready_keys:
+            self.ready_keys.add(key)
+            self.ready_sink.append((self, key))
+
+    def signal_all_ready(self) -> None:
+        """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key
+        that now holds a value."""
+        for key in list(self.blocking):
+            if key in self.data:
+                self._ready(key)
+
+    def delete(self, key: bytes) -> bool:
+        """Remove key if it is live; True if it was."""
+        if self.get(key) is None:
+            return False
+        del self.data[key]
+        if self.expires:
+            self.expires.pop(key, None)
+        if self.signalled:
+            self._signal(key)
+        return True
+
+    def touch(self, key: bytes) -> None:
+        """Record an in-place change of the value under key."""
+        if self.signalled:
+            self._signal(key)
+
+    def set_expire(self, key: bytes, when_ms: int) -> None:
+        self.expires[key] = when_ms
+        heapq.heappush(self._heap, (when_ms, key))
+        if len(self._heap) > 2 * len(self.expires) + 1024:
+            self._heap = [(t, k) for k, t in self.expires.items()]
+            heapq.heapify(self._heap)
+        if self.signalled:
+            self._signal(key)
+
+    def persist(self, key: bytes) -> bool:
+        if self.expires.pop(key, None) is None:
+            return False
+        if self.signalled:
+            self._signal(key)
+        return True
+
+    def clear(self) -> int:
+        n = len(self.data)
+        if self.watchers:
+            self.touch_all(None)
+        self.data = {}
+        self.expires = {}
+        self._heap = []
+        return n
+
+    def _expire(self, key: bytes) -> None:
+        if self.expiry_paused:
+            return
+        self.expired_count += 1
+        del self.data[key]
+        del self.expires[key]
+        if self.events:
+            self.events.emit(self, b"expired", key)
+        if self.on_expire is not None:
+            self.on_expire(self.id, key)
+        if self.signalled:
+            self._signal(key, False)
+
+    def key_is_expired(self, key: bytes) -> bool:
+        """Stored but past its time (Valkey's keyIsExpired); nothing is removed."""
+        t = self.expires.get(key)
+        return t is not None and t < self.clock.ms()
+
+    def refresh_signalled(self) -> None:
+        """Writes call _signal only while someone listens."""
+        self.signalled = bool(self.watchers or self.observers)
+
+    def observe(self, f: Callable[[bytes, bool], None]) -> None:
+        if f not in self.observers:
+            self.observers += (f,)
+            self.signalled = True
+
+    def unobserve(self, f: Callable[[bytes, bool], None]) -> None:
+        self.observers = tuple(x for x in self.observers if x != f)
+        self.refresh_signalled()
+
+    def _signal(self, key: bytes, by_client: bool = True) -> None:
+        """Valkey's signalModifiedKey, called after the change (by a
+        command, or by expiry when not ``by_client``): WATCH, then the observers."""
+        self._touch_watchers(key)
+        for f in self.observers:
+            f(key, by_client)
+
+    def _touch_watchers(self, key: bytes) -> None:
+        """Valkey's touchWatchedKey."""
+        watchers = self.watchers.get(key)
+        if not watchers:
+            return
+        for c, w in list(watchers.items()):
+            if w.expired:
+                # Watched when already expired: its deletion is no change.
+                if key not in self.data:
+                    w.expired = False
+                    continue
+                if self.key_is_expired(key):
+                    break  # Valkey stops at such a watcher while the key is stored
+                # Overwritten with a live value. Valkey deletes the expired key
+                # before every write (no change), then the write is a change;
+                # writes here may skip that deletion, so count it directly.
+            c.touched()
+
+    def touch_all(self, replaced_with: Db | None) -> None:
+        """Valkey's touchAllWatchedKeysInDb, before this database is emptied
+        (FLUSHDB, FLUSHALL) or swapped with ``replaced_with`` (SWAPDB). Only
+        keys stored on either side count; the clients are marked dirty but
+        keep their watches, as in Valkey."""
+        for key, watchers in list(self.watchers.items()):
+            exists = key in self.data
+            in_other = replaced_with is not None and key in replaced_with.data
+            if not (exists or in_other):
+                continue
+            for c, w in list(watchers.items()):
+                if w.expired:
+                    if not in_other:
+                        w.expired = False  # an expired key now deleted
+                        continue
+                    assert replaced_with is not None
+                    if replaced_with.key_is_expired(key):
+                        continue  # still expired
+                elif not exists and replaced_with is not None and replaced_with.key_is_expired(key):
+                    w.expired = True  # a missing key replaced by an expired one
+                    continue
+                c.watch_dirty = True
+
+    # -- active expiry -------------------------------------------------------
+
+    def sweep(self, now: int, budget: int) -> int:
+        """Remove up to ``budget`` keys whose time has come; the number removed."""
+        heap = self._heap
+        exp = self.expires
+        removed = 0
+        while heap and heap[0][0] < now and removed < budget:
+            when, key = heapq.heappop(heap)
+            if exp.get(key) == when:
+                self._expire(key)
+                removed += 1
+        return removed
+
+    def next_expiry(self) -> int | None:
+        return self._heap[0][0] if self._heap else None

@@ -1,0 +1,562 @@
+"""The network side of a client: bytes in, requests out, replies back.
+
+``data_received`` parses every complete request in the read, runs them in
+order and sends all their replies with one ``write``. The common case is all
+hiredis: ``feed`` then ``gets`` until it runs dry. Valkey's exact framing
+rules live in ``parser.PyParser``; the connection switches to it for inline
+requests, and replays the read through it when hiredis rejects the input or
+would accept what Valkey refuses (a non-bulk item inside a request, a count
+or length too long to allocate), so that the requests before a malformed one
+still run and the error text is Valkey's.
+
+To replay, the connection keeps references to the reads that hold the
+current partial request (never a copy) while that is small; a request that
+grows past ``RETAIN_LIMIT`` in flight stops being retained, and a protocol
+error inside it is answered with hiredis's verdict mapped to Valkey's text
+(and a non-bulk item inside it is taken as hiredis reads it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from time import time
+from typing import TYPE_CHECKING, Any
+
+import hiredis
+
+from ..commands.client import log_info
+from ..execution.dispatch import POSTPONED, execute
+from ..protocol.parser import INLINE_MAX, PyParser
+from ..services.client import Client
+from ..services.limits import admit, check_output, obuf_class, query_buffer_exceeded
+from ..util.errors import ProtocolError
+from ..util.log import VERBOSE
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+RETAIN_LIMIT = 1 << 22
+# hiredis allocates a request's whole argument list as soon as it reads the
+# count (a ``*300000000`` header would ask for gigabytes) and waits patiently
+# for a bulk of any declared size, where Valkey grows lazily and refuses a
+# count over INT_MAX or a bulk over proto-max-bulk-len at once. A read that
+# holds such a long number never reaches hiredis: the exact parser takes it,
+# and so does a read that completes such a number begun in the read before.
+# Two patterns, each led by a literal byte that re's prefix scan finds fast,
+# cost a quarter of one alternation on a typical pipelined read.
+_HUGE_COUNT = re.compile(rb"\*\d{6}").search
+# (The bulk-length pattern, sized to proto-max-bulk-len, is limits.huge_bulk_pattern.)
+# hiredis also allocates RESP3 sets ('~'), pushes ('>') and attributes ('|')
+# eagerly, and a request may not hold one at all: a read with one of these
+# bytes before a long number goes to the exact parser too. The membership
+# tests keep the regex off the common read.
+_HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
+# Past RETAIN_LIMIT a request cannot be replayed; an aggregate header after
+# a newline is refused at once rather than allocated (a payload holding one
+# such line is refused too: the price of not keeping a copy of the request).
+_NESTED_HUGE = re.compile(rb"\n[*~>|%]\d{6}").search
+# Inside a request Valkey accepts only bulk strings ('$'); hiredis also reads
+# a simple string ('+'), a verbatim string ('=') and a big number ('(') as
+# plain bytes, so such an item would pass for an argument. Each starts a line,
+# so a read that holds one of these bytes right after a newline, or starts
+# with one right after a read that ended with a newline, also goes to the exact
+# parser, which refuses it with Valkey's "expected '$', got '+'". The three
+# bytes are rare in requests: a read without them costs three memchr scans;
+# a payload that holds one after a newline only takes the slower, exact path.
+_TYPED_ITEM = b"+=("
+_LONE_CR = re.compile(rb"\r[^\n]").search
+# Valkey 9.1 refuses a header line whose CR is not followed by LF ("invalid
+# CRLF in request") where hiredis looks for the pair and would wait, or read
+# on. A CR without its LF in a read (a pair cut by the read boundary aside)
+# sends the read to the exact parser: one scan per read, none per request.
+# A bulk followed by two bytes other than CRLF with no lone CR among them is
+# left to hiredis, which skips them unread.
+# Enough bytes either side of a read boundary to hold any length that is
+# too long but not already visible whole on one side.
+_TAIL = 12
+
+
+def _split_length(window: bytes, huge_bulk: Any) -> bool:
+    return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
+                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.client: Client | None = None
+        self.transport: Any = None
+        self.reader = hiredis.Reader()
+        self.py: PyParser | None = None
+        # Reads since the last request boundary, and how many requests the
+        # first of them completed; None once too large to keep.
+        self.retained: list[bytes] | None = []
+        self.retained_len = 0
+        self.done = 0
+        # True when everything fed to hiredis so far formed whole requests.
+        # hiredis's has_data() alone cannot tell: it is also False when a read
+        # ends between two items of a request.
+        self.boundary = True
+        # The end of the last read fed to hiredis when it stopped inside a
+        # line, None when it ended with a newline: the checks above must see
+        # a length or an item cut in two by the read boundary.
+        self.tail: bytes | None = None
+        # Bytes fed to hiredis since its last CR, and the first byte of the
+        # line they begin (after that CR's LF): Valkey refuses a '*' or '$'
+        # header line that grows past 64 KiB without one, where hiredis would
+        # wait for ever. Kept only across reads that end inside a line.
+        self.span = 0
+        self.span_head = 0
+        # When the output buffer first stood over the soft limit (seconds), 0 if not.
+        self.obuf_soft_since = 0
+        # A request waiting for CLIENT PAUSE to end (pause.py), and reads
+        # that arrived while it waits.
+        self.held: list[bytes] | None = None
+        self.held_data: list[bytes] = []
+        # Frames pushed to the client during this turn of the event loop.
+        self.pending: list[bytes] | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        if self.client is not None:
+            # Served raw while a busy script held the loop (scripting/busy.py),
+            # now announced by the event loop: only the transport changes.
+            closed = getattr(self.transport, "closed", False)
+            self.transport = transport
+            self.client.transport = transport
+            if closed or self.client.closing:
+                transport.close()
+            return
+        self.transport = transport
+        server = self.server
+        if not admit(server, transport):
+            return
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
+        sockobj = transport.get_extra_info("socket")
+        if sockobj is not None:
+            c.fd = sockobj.fileno()
+        c.transport = transport
+        self.client = c
+        server.client_connected(self, c)
+        if server.log.level <= VERBOSE:
+            server.log.verbose(f"Accepted {c.addr}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        c = self.client
+        if c is not None and not c.closing and self.server.log.level <= VERBOSE:
+            self.server.log.verbose(f"Client closed connection {log_info(c)}")
+        if c is not None:
+            c.unwatch()
+            self.server.client_disconnected(self, c)
+        self.client = None
+
+    def data_received(self, data: bytes) -> None:
+        c = self.client
+        if c is None or c.closing:
+            return
+        if self.held is not None:
+            self.held_data.append(data)
+            if c.blocked is not None:  # a blocked client is still read: its buffer stays bounded
+                pending = sum(map(len, self.held_data))
+                if pending > 1048576 and query_buffer_exceeded(c, pending):
+                    c.closing = True
+                    self.transport.close()
+            return
+        c.tot_net_in += len(data)
+        c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
+        c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
+        # Inline requests, and every request before AUTH (Valkey refuses a
+        # long one with a protocol error), go to the exact parser.
+        if self.py is not None or (self.boundary and (data[0] != 42 or not c.authenticated)):
+            self._run_python(data, out)
+        else:
+            self._run_hiredis(data, out)
+        c.out = None
+        # The bytes read and not yet parsed, as Valkey's query buffer: hiredis
+        # trims what it has parsed once that passes 1 KB, so its length is
+        # within 1 KB of it; the limits are 1 MB at the least.
+        py = self.py
+        pending = self.reader.len() if py is None else len(py.buf) - py.pos
+        if pending > 1048576 and query_buffer_exceeded(c, pending):
+            c.closing = True
+            out.clear()
+        self._send(c, out)
+
+    def _send(self, c: Client, out: list[bytes]) -> None:
+        if self.pending is not None:  # frames pushed before this read: first
+            out[:0] = self.pending
+            self.pending = None
+        aof = self.server.aof
+        if aof is not None and aof.hold(self, out):
+            return  # sent once this turn's records are written (and fsynced under always)
+        if out:
+            payload = out[0] if len(out) == 1 else b"".join(out)
+            c.tot_net_out += len(payload)
+            self.transport.write(payload)
+            if self.server.obuf_limited:
+                check_output(self, c, obuf_class(self.server, c))
+        if c.closing:
+            self.transport.close()
+
+    def push(self, payload: bytes) -> None:
+        """Client.push for a client that is not running a request. Frames
+        wait for the end of the event loop's turn and go out in one write,
+        as Valkey fills a client's buffer and writes it before it sleeps:
+        a PUBLISH to many subscribers costs one write per subscriber per
+        turn, not one per message. A read by this client in the same turn
+        sends them before its own replies (``_send``)."""
+        pending = self.pending
+        if pending is not None:
+            pending.append(payload)
+            return
+        self.pending = [payload]
+        server = self.server
+        queue = server.push_queue
+        queue.append(self)
+        if len(queue) == 1:
+            if server.loop is not None:
+                server.loop.call_soon(flush_pushes, server)
+            else:  # no event loop (start-up): at once
+                flush_pushes(server)
+
+    def flush(self) -> None:
+        """Write the frames pushed this turn (or hold them behind replies
+        still waiting for the append-only log), then check the output-buffer
+        limit of the client's class."""
+        pending = self.pending
+        self.pending = None
+        c = self.client
+        transport = self.transport
+        if not pending or c is None or c.closing or transport is None:
+            return
+        payload = pending[0] if len(pending) == 1 else b"".join(pending)
+        server = self.server
+        aof = server.aof
+        if aof is not None and aof.hold(self, [payload]):
+            return
+        c.tot_net_out += len(payload)
+        transport.write(payload)
+        if server.obuf_limited or (c.subscriptions and server.obuf_pubsub is not None):
+            check_output(self, c, obuf_class(server, c))
+
+    def _log_protocol_error(self, msg: str) -> None:
+        """Valkey's verbose line for a client closed on bad input."""
+        log = self.server.log
+        if log.level > VERBOSE or self.client is None:
+            return
+        if msg == "unbalanced quotes in request":
+            msg = "unbalanced quotes in inline request"  # the log's words differ from the reply's
+        log.verbose(f"Protocol error ({msg}) from client: {log_info(self.client)}. Query buffer: *redacted*")
+
+    # -- CLIENT PAUSE (pause.py) and blocking commands (blocking.py) ---------------
+
+    def _hold(self, req: list[bytes]) -> None:
+        """Keep a request that cannot run yet and stop reading: it waits
+        for the pause to end, or (``client.blocked`` set) for a key."""
+        self.held = req
+        c = self.client
+        if c is not None and c.blocked is not None:
+            # Reads go on (into held_data), as Valkey keeps reading a
+            # blocked client: a disconnect must unblock it at once (a client
+            # that waited for a pause before it blocked is read again).
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+            return
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self.server.pause.hold(self)
+
+    def resume(self) -> None:
+        """The pause ended: run the held request, then the rest of what was
+        already read, then the reads that came meanwhile."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        c.out = out = []
+        reply = execute(c, req)
+        if reply is POSTPONED:
+            self._hold(req)
+            c.out = None
+            return
+        out.append(reply)
+        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+            out += c.pushed
+            c.pushed = None
+        self._continue(out)
+
+    def run_unblocked(self) -> None:
+        """A key the held request waits for is ready: run it again now, as
+        Valkey re-executes it in the command that served it; the requests
+        after it wait for the end of this event-loop turn."""
+        c = self.client
+        req, self.held = self.held, None
+        if c is None or req is None or c.closing:
+            return
+        c.out = out = []
+        reply = execute(c, req)
+        c.out = None
+        if reply is POSTPONED:
+            self._hold(req)  # blocked again (keeping its deadline), or paused
+            return
+        out.append(reply)
+        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+            out += c.pushed
+            c.pushed = None
+        self._send(c, out)
+        self._later()
+
+    def answer_unblocked(self, reply: bytes) -> None:
+        """The held request ends without running again (timeout, CLIENT
+        UNBLOCK): its reply now, the requests after it later."""
+        c = self.client
+        self.held = None
+        if c is None or c.closing:
+            return
+        self._send(c, [reply])
+        self._later()
+
+    def _later(self) -> None:
+        loop = self.server.loop or asyncio.get_event_loop()
+        loop.call_soon(self._go_on)
+
+    def _go_on(self) -> None:
+        c = self.client
+        if c is None or c.closing or self.held is not None:
+            return
+        c.out = out = []
+        self._continue(out)
+
+    def _continue(self, out: list[bytes]) -> None:
+        """Run what was read after a held request, then the reads that came
+        meanwhile."""
+        c = self.client
+        assert c is not None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        if not c.closing:
+            if self.py is not None:
+                self._drain(out)
+            else:
+                self._hiredis_loop(out)
+        c.out = None
+        self._send(c, out)
+        pending, self.held_data = self.held_data, []
+        for data in pending:
+            if self.held is not None:
+                self.held_data.append(data)
+            else:
+                self.data_received(data)
+
+    # -- the two parsers -------------------------------------------------------
+
+    def _run_hiredis(self, data: bytes, out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        reader = self.reader
+        retained = self.retained
+        if retained is not None:
+            if not retained:
+                self.done = 0
+            retained.append(data)
+            self.retained_len += len(data)
+        tail = self.tail
+        if retained is None:
+            # Too large to replay: only an aggregate header too long to
+            # allocate is refused here (it can follow a newline only).
+            window = data if tail is None else tail + data
+            if (42 in data or 126 in data or 62 in data or 124 in data or 37 in data) and _NESTED_HUGE(
+                    window) is not None:
+                self.reader = hiredis.Reader()
+                c.closing = True
+                out.append(ProtocolError("expected '$', got '%s'" % chr(window[_NESTED_HUGE(window).start() + 1])
+                                         ).reply())
+                return
+        elif (
+            _HUGE_COUNT(data) is not None
+            or ((126 in data or 62 in data or 124 in data or 37 in data) and _HUGE_AGG(data) is not None)
+            or self.server.huge_bulk(data) is not None
+            or (43 in data and b"\n+" in data)
+            or (61 in data and b"\n=" in data)
+            or (40 in data and b"\n(" in data)
+            or _LONE_CR(data) is not None
+            or (data[0] in _TYPED_ITEM if tail is None
+                else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))
+        ):
+            self._fallback(out, None)
+            return
+        # A length cut into several short reads is seen whole: the tail holds
+        # up to _TAIL bytes of the line still open, across reads.
+        if data[-1] == 10:
+            self.tail = None
+        elif tail is not None and len(data) < _TAIL and 10 not in data:
+            self.tail = (tail + data)[-_TAIL:]
+        else:
+            self.tail = data[-_TAIL:]
+        if data.endswith(b"\r\n"):
+            self.span = 0
+        elif self._long_header(data) and retained is not None:
+            self._fallback(out, None)
+            return
+        reader.feed(data)
+        self.boundary = False
+        self._hiredis_loop(out)
+
+    def _long_header(self, data: bytes) -> bool:
+        """Whether a '*' or '$' line is now open past Valkey's 64 KiB
+        (the exact parser then answers "too big mbulk/bulk count string")."""
+        cr = data.rfind(13)
+        if cr >= 0 or not self.span:
+            start = cr + 1
+            if start < len(data) and data[start] == 10:
+                start += 1
+            self.span = len(data) - start
+            if self.span:
+                self.span_head = data[start]
+        else:
+            self.span += len(data)
+        return self.span > INLINE_MAX and self.span_head in (42, 36)
+
+    def _hiredis_loop(self, out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        reader = self.reader
+        retained = self.retained
+        has_data = reader.has_data
+        gets = reader.gets
+        while True:
+            try:
+                req = gets()
+            except (hiredis.ProtocolError, TypeError, ValueError, MemoryError):
+                # TypeError: a RESP3 map or set inside a request with an
+                # aggregate as a key, which hiredis cannot hash; MemoryError:
+                # an attribute header with a count too long to allocate.
+                self._fallback(out, None)
+                return
+            if req is False:
+                break
+            if type(req) is not list:
+                # A top-level non-array cannot come from hiredis here unless
+                # an inline request follows RESP in the same read.
+                self._fallback(out, None)
+                return
+            for a in req:
+                if type(a) is not bytes:
+                    self._fallback(out, a)
+                    return
+            self.done += 1
+            self.boundary = not has_data()
+            if not req:
+                continue
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
+            if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+                out += c.pushed
+                c.pushed = None
+            if c.closing:
+                return
+        if self.boundary:
+            if retained is not None:
+                retained.clear()
+            else:
+                self.retained = []
+            self.retained_len = 0
+        elif retained is not None and self.retained_len > RETAIN_LIMIT:
+            self.retained = None
+
+    def _fallback(self, out: list[bytes], bad: object) -> None:
+        """Replay the retained reads through the exact parser."""
+        c = self.client
+        assert c is not None
+        retained = self.retained
+        self.reader = hiredis.Reader()
+        if retained is None:
+            c.closing = True
+            out.append(ProtocolError("invalid bulk length").reply())
+            self._log_protocol_error("invalid bulk length")
+            return
+        py = PyParser(self.server.config.proto_max_bulk_len)
+        py.auth_required = not c.authenticated and c.server.acl.auth_required()
+        py.feed(b"".join(retained))
+        retained.clear()
+        self.retained_len = 0
+        try:
+            for _ in range(self.done):
+                py.next()
+        except ProtocolError:  # pragma: no cover - hiredis accepted these
+            pass
+        self.done = 0
+        self.py = py
+        self._drain(out)
+
+    def _run_python(self, data: bytes, out: list[bytes]) -> None:
+        py = self.py
+        if py is None:
+            py = self.py = PyParser(self.server.config.proto_max_bulk_len)
+        assert self.client is not None
+        py.auth_required = not self.client.authenticated and self.client.server.acl.auth_required()
+        py.feed(data)
+        self._drain(out)
+
+    def _drain(self, out: list[bytes]) -> None:
+        c = self.client
+        py = self.py
+        assert c is not None and py is not None
+        while True:
+            try:
+                req = py.next()
+            except ProtocolError as e:
+                out.append(e.reply())
+                c.closing = True
+                self._log_protocol_error(e.msg)
+                return
+            if req is None:
+                break
+            if not req:
+                continue
+            reply = execute(c, req)
+            if reply is POSTPONED:
+                self._hold(req)
+                return
+            out.append(reply)
+            if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+                out += c.pushed
+                c.pushed = None
+            if c.closing:
+                return
+            py.auth_required = not c.authenticated and c.server.acl.auth_required()
+        if py.idle():
+            # Back to hiredis at a request boundary.
+            self.py = None
+            self.boundary = True
+            self.tail = None
+            self.span = 0
+            self.retained = []
+            self.retained_len = 0
+
+
+def flush_pushes(server: Server) -> None:
+    """End of the event loop's turn: every connection pushed to writes."""
+    queue = server.push_queue
+    server.push_queue = []
+    for conn in queue:
+        if conn.pending is not None:
+            conn.flush()
+
+
+def _addr(info: Any) -> str:
+    if not info:
+        return ""
+    if isinstance(info, tuple):
+        host, port = info[0], info[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return str(info)

@@ -1,0 +1,86 @@
+"""A small cursor over a request's arguments.
+
+Valkey's handlers walk ``c->argv`` with an index and compare option words
+with ``strcasecmp`` (which stops at a NUL byte), and read numbers with
+``getLongLongFromObjectOrReply`` and friends, whose error texts clients
+match on. ``Args`` packages those habits once, so a handler reads
+``a.word()`` / ``a.int()`` in the order Valkey reads its arguments (the
+order decides which error a bad request gets) instead of retyping
+parse-or-raise lines.
+"""
+
+from __future__ import annotations
+
+from ..util.errors import NOT_FLOAT_MSG, CommandError, syntax
+from ..util.floats import parse_double
+from ..util.parsing import to_int
+
+
+def word(arg: bytes) -> bytes:
+    """An option word as ``strcasecmp`` compares it: cut at its first NUL,
+    lowercased."""
+    nul = arg.find(b"\0")
+    return (arg if nul < 0 else arg[:nul]).lower()
+
+
+class Args:
+    """``argv`` from ``pos`` on. Every reader advances the cursor; a missing
+    argument is Valkey's syntax error unless the caller names another."""
+
+    __slots__ = ("argv", "pos")
+
+    def __init__(self, argv: list[bytes], pos: int = 1) -> None:
+        self.argv = argv
+        self.pos = pos
+
+    def __bool__(self) -> bool:
+        return self.pos < len(self.argv)
+
+    def left(self) -> int:
+        return len(self.argv) - self.pos
+
+    def peek_word(self) -> bytes:
+        """The next argument as an option word, without consuming it
+        (``b""`` at the end)."""
+        return word(self.argv[self.pos]) if self.pos < len(self.argv) else b""
+
+    def next(self, err: bytes | None = None) -> bytes:
+        """The next argument as sent."""
+        if self.pos >= len(self.argv):
+            raise CommandError(err) if err is not None else syntax()
+        v = self.argv[self.pos]
+        self.pos += 1
+        return v
+
+    def word(self, err: bytes | None = None) -> bytes:
+        """The next argument as an option word (see ``word``)."""
+        return word(self.next(err))
+
+    def rest(self) -> list[bytes]:
+        """Everything not yet read; the cursor moves to the end."""
+        v = self.argv[self.pos:]
+        self.pos = len(self.argv)
+        return v
+
+    def int(self, err: bytes = b"ERR value is not an integer or out of range", missing: bytes | None = None) -> int:
+        """The next argument as Valkey's string2ll reads it."""
+        v = to_int(self.next(missing))
+        if v is None:
+            raise CommandError(err)
+        return v
+
+    def float(self, err: bytes = NOT_FLOAT_MSG, missing: bytes | None = None) -> float:
+        """The next argument as Valkey's string2d reads it (NaN refused)."""
+        v = parse_double(self.next(missing))
+        if v is None or v != v:
+            raise CommandError(err)
+        return v
+
+    def count(self, lo: int, err: bytes, missing: bytes | None = None) -> int:
+        """An integer that must be at least ``lo`` (COUNT, numkeys): a
+        non-integer and an integer out of range get the same ``err``, as in
+        the Valkey commands that read counts with getRangeLongFromObjectOrReply."""
+        v = to_int(self.next(missing))
+        if v is None or v < lo:
+            raise CommandError(err)
+        return v

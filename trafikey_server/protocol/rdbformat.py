@@ -1,0 +1,264 @@
+"""The RDB format's encodings of values: lengths, strings (integer and LZF
+forms), doubles, listpacks and ziplists, and the type bytes.
+
+Each value type's module (``strtype``, ``hashtype``, ``zsettype``) writes and
+reads its own values with these; ``persist/rdb.py`` frames the file around
+them (header, aux fields, databases, expiry, checksum).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from ..util.parsing import to_int
+
+# Value types.
+T_STRING, T_LIST, T_SET, T_ZSET, T_HASH, T_ZSET_2 = 0, 1, 2, 3, 4, 5
+T_HASH_ZIPMAP, T_ZSET_ZIPLIST, T_HASH_ZIPLIST = 9, 12, 13
+T_HASH_LISTPACK, T_ZSET_LISTPACK, T_HASH_2 = 16, 17, 22
+_ENC_INT8, _ENC_INT16, _ENC_INT32, _ENC_LZF = 0, 1, 2, 3
+_INT32 = (-(2**31), 2**31 - 1)
+PACK_DOUBLE = struct.Struct("<d").pack
+UNPACK_DOUBLE = struct.Struct("<d").unpack_from
+
+# Valkey's bounds for the listpack encodings, applied as it applies them.
+LISTPACK_SAFE = 1 << 30
+
+
+class RdbError(Exception):
+    """A file that cannot be loaded; the message says why and where."""
+
+
+class Truncated(RdbError):
+    pass
+
+
+# -- writing ----------------------------------------------------------------------
+
+
+def encode_len(n: int) -> bytes:
+    if n < 64:
+        return bytes((n,))
+    if n < 16384:
+        return bytes((0x40 | (n >> 8), n & 0xFF))
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + n.to_bytes(4, "big")
+    return b"\x81" + n.to_bytes(8, "big")
+
+
+def encode_string(s: bytes | bytearray) -> bytes:
+    """A string, integer-encoded when Valkey's rdbTryIntegerEncoding would
+    (a canonical integer of at most 11 characters that fits 32 bits)."""
+    n = len(s)
+    if n <= 11 and n:
+        v = to_int(bytes(s))
+        if v is not None and _INT32[0] <= v <= _INT32[1]:
+            if -128 <= v <= 127:
+                return b"\xc0" + v.to_bytes(1, "little", signed=True)
+            if -32768 <= v <= 32767:
+                return b"\xc1" + v.to_bytes(2, "little", signed=True)
+            return b"\xc2" + v.to_bytes(4, "little", signed=True)
+    return encode_len(n) + bytes(s)
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+class Reader:
+    __slots__ = ("d", "p", "n")
+
+    def __init__(self, data: bytes) -> None:
+        self.d = data
+        self.p = 0
+        self.n = len(data)
+
+    def take(self, k: int) -> bytes:
+        p = self.p
+        if p + k > self.n:
+            raise Truncated(f"unexpected end of file at offset {self.n} (needed {k} bytes at {p}): "
+                            "the file is truncated")
+        self.p = p + k
+        return self.d[p:p + k]
+
+    def byte(self) -> int:
+        p = self.p
+        if p >= self.n:
+            raise Truncated(f"unexpected end of file at offset {p}: the file is truncated")
+        self.p = p + 1
+        return self.d[p]
+
+    def length(self) -> tuple[int, bool]:
+        """A length, or (encoding, True) for a specially encoded string."""
+        b = self.byte()
+        kind = b >> 6
+        if kind == 0:
+            return b & 0x3F, False
+        if kind == 1:
+            return ((b & 0x3F) << 8) | self.byte(), False
+        if kind == 3:
+            return b & 0x3F, True
+        if b == 0x80:
+            return int.from_bytes(self.take(4), "big"), False
+        if b == 0x81:
+            return int.from_bytes(self.take(8), "big"), False
+        raise RdbError(f"unknown length encoding 0x{b:02x} at offset {self.p - 1}")
+
+    def plain_len(self) -> int:
+        n, enc = self.length()
+        if enc:
+            raise RdbError(f"an encoded string where a length was expected at offset {self.p - 1}")
+        return n
+
+    def string(self) -> bytes:
+        n, enc = self.length()
+        if not enc:
+            return self.take(n)
+        if n == _ENC_INT8:
+            return b"%d" % int.from_bytes(self.take(1), "little", signed=True)
+        if n == _ENC_INT16:
+            return b"%d" % int.from_bytes(self.take(2), "little", signed=True)
+        if n == _ENC_INT32:
+            return b"%d" % int.from_bytes(self.take(4), "little", signed=True)
+        if n == _ENC_LZF:
+            at = self.p
+            clen = self.plain_len()
+            ulen = self.plain_len()
+            out = lzf_decompress(self.take(clen), ulen)
+            if len(out) != ulen:
+                raise RdbError(f"LZF data at offset {at} decompresses to {len(out)} bytes, "
+                               f"not the {ulen} announced")
+            return out
+        raise RdbError(f"unknown string encoding {n} at offset {self.p - 1}")
+
+
+def lzf_decompress(src: bytes, ulen: int) -> bytes:
+    """LZF, the compression Valkey applies to strings over 20 bytes."""
+    out = bytearray()
+    i = 0
+    n = len(src)
+    try:
+        while i < n:
+            ctrl = src[i]
+            i += 1
+            if ctrl < 32:
+                out += src[i:i + ctrl + 1]
+                i += ctrl + 1
+                continue
+            length = ctrl >> 5
+            if length == 7:
+                length += src[i]
+                i += 1
+            ref = len(out) - ((ctrl & 0x1F) << 8) - src[i] - 1
+            i += 1
+            length += 2
+            if ref < 0:
+                raise RdbError("LZF back reference before the start of the data")
+            if ref + length <= len(out):
+                out += out[ref:ref + length]
+            else:
+                for k in range(length):
+                    out.append(out[ref + k])
+    except IndexError:
+        raise RdbError("LZF data ends inside a sequence") from None
+    if len(out) > ulen:
+        raise RdbError("LZF data longer than announced")
+    return bytes(out)
+
+
+def listpack_entries(blob: bytes) -> list[bytes]:
+    """The entries of a listpack, each as Valkey would print it."""
+    if len(blob) < 7:
+        raise RdbError("listpack shorter than its header")
+    total = int.from_bytes(blob[0:4], "little")
+    if total != len(blob) or blob[-1] != 0xFF:
+        raise RdbError("listpack size or terminator does not match")
+    out: list[bytes] = []
+    p = 6
+    end = len(blob) - 1
+    while p < end:
+        b = blob[p]
+        if b < 0x80:
+            out.append(b"%d" % b)
+            size = 1
+        elif b < 0xC0:
+            n = b & 0x3F
+            out.append(blob[p + 1:p + 1 + n])
+            size = 1 + n
+        elif b < 0xE0:
+            v = ((b & 0x1F) << 8) | blob[p + 1]
+            out.append(b"%d" % (v - 8192 if v >= 4096 else v))
+            size = 2
+        elif b < 0xF0:
+            n = ((b & 0x0F) << 8) | blob[p + 1]
+            out.append(blob[p + 2:p + 2 + n])
+            size = 2 + n
+        elif b == 0xF0:
+            n = int.from_bytes(blob[p + 1:p + 5], "little")
+            out.append(blob[p + 5:p + 5 + n])
+            size = 5 + n
+        elif b in (0xF1, 0xF2, 0xF3, 0xF4):
+            k = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}[b]
+            out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + k], "little", signed=True))
+            size = 1 + k
+        else:
+            raise RdbError(f"bad listpack entry encoding 0x{b:02x}")
+        back = 1 if size < 128 else 2 if size < 16384 else 3 if size < 2097152 else 4 if size < 268435456 else 5
+        p += size + back
+    if p != end:
+        raise RdbError("listpack entries overrun its end")
+    return out
+
+
+def ziplist_entries(blob: bytes) -> list[bytes]:
+    """The entries of a ziplist (files from Redis before 7)."""
+    if len(blob) < 11 or blob[-1] != 0xFF:
+        raise RdbError("ziplist size or terminator does not match")
+    out: list[bytes] = []
+    p = 10
+    end = len(blob) - 1
+    while p < end:
+        p += 5 if blob[p] == 0xFE else 1  # previous entry length
+        b = blob[p]
+        kind = b >> 6
+        if kind == 0:
+            n = b & 0x3F
+            out.append(blob[p + 1:p + 1 + n])
+            p += 1 + n
+        elif kind == 1:
+            n = ((b & 0x3F) << 8) | blob[p + 1]
+            out.append(blob[p + 2:p + 2 + n])
+            p += 2 + n
+        elif kind == 2:
+            n = int.from_bytes(blob[p + 1:p + 5], "big")
+            out.append(blob[p + 5:p + 5 + n])
+            p += 5 + n
+        else:
+            k = {0xC0: 2, 0xD0: 4, 0xE0: 8, 0xF0: 3, 0xFE: 1}.get(b)
+            if k is not None:
+                out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + k], "little", signed=True))
+                p += 1 + k
+            elif 0xF1 <= b <= 0xFD:
+                out.append(b"%d" % ((b & 0x0F) - 1))
+                p += 1
+            else:
+                raise RdbError(f"bad ziplist entry encoding 0x{b:02x}")
+    if p != end:
+        raise RdbError("ziplist entries overrun its end")
+    return out
+
+
+def parse_score(text: bytes) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise RdbError(f"bad sorted set score {text!r}") from None
+    if math.isnan(v):
+        raise RdbError("a sorted set score is NaN")
+    return v
+
+
+def pairs(items: list[bytes], what: str, key: bytes) -> list[tuple[bytes, bytes]]:
+    if len(items) % 2:
+        raise RdbError(f"{what} under key {key!r} has an odd number of entries")
+    return list(zip(items[0::2], items[1::2], strict=True))

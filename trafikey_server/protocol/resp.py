@@ -1,0 +1,140 @@
+"""RESP reply encoding.
+
+Handlers return their reply already encoded, as ``bytes``; the connection
+only concatenates. That keeps the hot path to one join and one write per read,
+lets MULTI/EXEC splice replies under an array header, and lets a script (or a
+test) parse a reply back exactly as a remote client would.
+
+Shapes that differ between RESP2 and RESP3 (nulls, maps, sets, doubles,
+verbatim strings) go through an ``Encoder``: a connection holds ``RESP2`` or
+``RESP3`` and a handler writes ``c.r.null`` or ``c.r.map(...)`` without
+branching on the protocol itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..util.floats import format_double
+
+OK = b"+OK\r\n"
+QUEUED = b"+QUEUED\r\n"
+PONG = b"+PONG\r\n"
+EMPTY_ARRAY = b"*0\r\n"
+EMPTY_BULK = b"$0\r\n\r\n"
+CRLF = b"\r\n"
+
+_SMALL = 10000
+_INTS = [b":%d\r\n" % i for i in range(_SMALL)]
+_ONE = _INTS[1]
+_ZERO = _INTS[0]
+_ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
+
+
+def integer(n: int) -> bytes:
+    if 0 <= n < _SMALL:
+        return _INTS[n]
+    return b":%d\r\n" % n
+
+
+ONE = _ONE
+ZERO = _ZERO
+
+
+def bulk(b: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def status(s: bytes) -> bytes:
+    return b"+" + s + CRLF
+
+
+def error(msg: bytes) -> bytes:
+    return b"-" + msg + CRLF
+
+
+def array_header(n: int) -> bytes:
+    if n < 1024:
+        return _ARRAY_HEADERS[n]
+    return b"*%d\r\n" % n
+
+
+def bulks(items: Sequence[bytes]) -> bytes:
+    """An array of bulk strings: the most common multi-value reply."""
+    parts = [array_header(len(items))]
+    for b in items:
+        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(parts)
+
+
+def array(encoded: Sequence[bytes]) -> bytes:
+    """An array of already encoded elements."""
+    return array_header(len(encoded)) + b"".join(encoded)
+
+
+class Encoder:
+    """The protocol-dependent reply shapes; one instance per protocol."""
+
+    __slots__ = ("proto", "null", "null_array", "_map_prefix", "_set_prefix")
+
+    def __init__(self, proto: int) -> None:
+        self.proto = proto
+        self.null = b"$-1\r\n" if proto == 2 else b"_\r\n"
+        self.null_array = b"*-1\r\n" if proto == 2 else b"_\r\n"
+        self._map_prefix = b"*" if proto == 2 else b"%"
+        self._set_prefix = b"*" if proto == 2 else b"~"
+
+    def map_header(self, pairs: int) -> bytes:
+        if self.proto == 2:
+            return array_header(pairs * 2)
+        return b"%%%d\r\n" % pairs
+
+    def map(self, encoded_pairs: Sequence[tuple[bytes, bytes]]) -> bytes:
+        """A map of already encoded keys and values."""
+        out = [self.map_header(len(encoded_pairs))]
+        for k, v in encoded_pairs:
+            out.append(k)
+            out.append(v)
+        return b"".join(out)
+
+    def bulk_map(self, items: Iterable[tuple[bytes, bytes]]) -> bytes:
+        """A map whose keys and values are bulk strings (HGETALL, CONFIG GET)."""
+        out = [b""]
+        n = 0
+        for k, v in items:
+            out.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
+            n += 1
+        out[0] = self.map_header(n)
+        return b"".join(out)
+
+    def set_header(self, n: int) -> bytes:
+        if self.proto == 2:
+            return array_header(n)
+        return b"~%d\r\n" % n
+
+    def bulk_set(self, items: Sequence[bytes]) -> bytes:
+        out = [self.set_header(len(items))]
+        for b in items:
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        return b"".join(out)
+
+    def double(self, x: float) -> bytes:
+        s = format_double(x)
+        if self.proto == 2:
+            return b"$%d\r\n%s\r\n" % (len(s), s)
+        return b"," + s + CRLF
+
+    def verbatim(self, text: bytes, fmt: bytes = b"txt") -> bytes:
+        if self.proto == 2:
+            return b"$%d\r\n%s\r\n" % (len(text), text)
+        return b"=%d\r\n%s:%s\r\n" % (len(text) + 4, fmt, text)
+
+    def boolean(self, v: bool) -> bytes:
+        if self.proto == 2:
+            return _ONE if v else _ZERO
+        return b"#t\r\n" if v else b"#f\r\n"
+
+
+RESP2 = Encoder(2)
+RESP3 = Encoder(3)
+ENCODERS = {2: RESP2, 3: RESP3}

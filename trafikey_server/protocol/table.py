@@ -1,0 +1,183 @@
+"""The command table: the one source of every command's facts.
+
+``commands/table.json`` lists every command the server serves, in order, as
+data: name, arity, flags, key positions and specs, ACL categories, docs, the
+handler that runs it (``family.function`` under ``trafikey_server.commands``)
+and, for the job core, its capability tokens. Dispatch, arity checks, COMMAND
+replies, key extraction and EMQ.VERSION are all derived from a ``Table``
+built from those rows; nothing else keeps a list of commands.
+
+A ``Table`` can be built from any sequence of rows, so a test can serve a
+table with a row left out and watch everything derived from it follow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..util.errors import CommandError
+
+TABLE_PATH = Path(__file__).resolve().parents[1] / "commands" / "table.json"
+
+Handler = Callable[[Any, list[bytes]], bytes]
+
+
+def _missing_handler(name: str) -> Handler:
+    def refuse(c: Any, argv: list[bytes]) -> bytes:
+        raise CommandError(f"ERR command '{name}' is declared but not implemented")
+
+    return refuse
+
+
+class Command:
+    """One row of the table, with what dispatch needs precomputed."""
+
+    __slots__ = (
+        "name", "bname", "arity", "flags", "first_key", "last_key", "key_step",
+        "acl_categories", "tips", "key_specs", "docs", "tokens", "handler",
+        "subcommands", "parent", "row", "calls", "usec", "failed_calls",
+        "rejected_calls", "write", "readonly", "noscript", "no_auth", "loading",
+        "stale", "no_multi", "denyoom", "allow_busy", "fast", "movablekeys",
+        "admin", "implemented", "extension",
+    )
+
+    def __init__(self, row: dict[str, Any], parent: Command | None = None) -> None:
+        self.row = row
+        self.name: str = row["name"]
+        self.bname = self.name.encode()
+        self.arity: int = row["arity"]
+        self.flags: list[str] = list(row.get("flags", []))
+        self.first_key: int = row.get("first_key", 0)
+        self.last_key: int = row.get("last_key", 0)
+        self.key_step: int = row.get("key_step", 0)
+        self.acl_categories: list[str] = list(row.get("acl_categories", []))
+        self.tips: list[str] = list(row.get("tips", []))
+        self.key_specs: list[dict[str, Any]] = list(row.get("key_specs", []))
+        self.docs: dict[str, Any] = dict(row.get("docs", {}))
+        self.tokens: list[str] = list(row.get("tokens", []))
+        # A command this server adds (the job core, the test clock), not one of Valkey's.
+        self.extension: bool = bool(row.get("extension", parent.extension if parent else False))
+        self.parent = parent
+        self.handler, self.implemented = _resolve(row.get("handler", ""), self.name)
+        self.subcommands: dict[bytes, Command] = {}
+        for sub in row.get("subcommands", []):
+            cmd = Command(sub, self)
+            # "client|setname" is looked up by "setname".
+            self.subcommands[cmd.name.split("|", 1)[1].encode()] = cmd
+        flags = set(self.flags)
+        self.write = "write" in flags
+        self.readonly = "readonly" in flags
+        self.noscript = "noscript" in flags
+        self.no_auth = "no_auth" in flags
+        self.loading = "loading" in flags
+        self.stale = "stale" in flags
+        self.no_multi = "no_multi" in flags
+        self.denyoom = "denyoom" in flags
+        self.allow_busy = "allow_busy" in flags
+        self.fast = "fast" in flags
+        self.movablekeys = "movablekeys" in flags
+        self.admin = "admin" in flags
+        self.calls = 0
+        self.usec = 0
+        self.failed_calls = 0
+        self.rejected_calls = 0
+
+    @property
+    def full_name(self) -> str:
+        return self.name
+
+    def arity_ok(self, argc: int) -> bool:
+        a = self.arity
+        return argc == a if a > 0 else argc >= -a
+
+    def reset_stats(self) -> None:
+        self.calls = self.usec = self.failed_calls = self.rejected_calls = 0
+        for sub in self.subcommands.values():
+            sub.reset_stats()
+
+    def all_commands(self) -> Iterable[Command]:
+        yield self
+        yield from self.subcommands.values()
+
+
+def _resolve(path: str, name: str) -> tuple[Handler, bool]:
+    if not path:
+        return _missing_handler(name), False
+    module, _, func = path.rpartition(".")
+    # "hash.hset" names trafikey_server.commands.hash; a path into another
+    # package of the server ("emq.claim.claim") names it from the top.
+    mod = None
+    for base in ("trafikey_server.commands.", "trafikey_server."):
+        try:
+            mod = importlib.import_module(base + module)
+            break
+        except ModuleNotFoundError as e:
+            # Only the module asked for may be missing; a missing import
+            # inside it is a bug to surface, not a reason to look elsewhere.
+            if not e.name or not (base + module).startswith(e.name):
+                raise
+    if mod is None:
+        return _missing_handler(name), False
+    handler = getattr(mod, func, None)
+    if handler is None:
+        return _missing_handler(name), False
+    return handler, True
+
+
+class Table:
+    """The served commands, looked up by lower-case name as bytes."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.rows = list(rows)
+        self.commands: dict[bytes, Command] = {}
+        self.ordered: list[Command] = []
+        # Commands without subcommands under their name as in the table and
+        # in capitals, the two spellings clients send: dispatch's fast path.
+        self.fast: dict[bytes, Command] = {}
+        for row in self.rows:
+            cmd = Command(row)
+            self.commands[cmd.bname] = cmd
+            self.ordered.append(cmd)
+            if not cmd.subcommands:
+                self.fast[cmd.bname] = self.fast[cmd.bname.upper()] = cmd
+        text = " ".join(self.tokens()).encode()
+        self.version_reply = b"$%d\r\n%s\r\n" % (len(text), text)
+
+    def lookup(self, name: bytes) -> Command | None:
+        cmd = self.commands.get(name)
+        if cmd is None:
+            cmd = self.commands.get(name.lower())
+        return cmd
+
+    def tokens(self) -> list[str]:
+        """Capability tokens of every row, in table order (EMQ.VERSION)."""
+        out: list[str] = []
+        for cmd in self.ordered:
+            out.extend(cmd.tokens)
+        return out
+
+    def without(self, name: str) -> Table:
+        return Table([r for r in self.rows if r["name"] != name])
+
+    def everything(self) -> Iterable[Command]:
+        for cmd in self.ordered:
+            yield from cmd.all_commands()
+
+
+def load_rows(path: Path = TABLE_PATH) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(path.read_text())
+    return rows
+
+
+_DEFAULT: Table | None = None
+
+
+def default_table() -> Table:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Table(load_rows())
+    return _DEFAULT

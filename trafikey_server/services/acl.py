@@ -1,0 +1,578 @@
+"""Users and their permissions, as Valkey's ACL models them.
+
+A ``User`` holds what ACL SETUSER can say about one user: on/off, its
+password digests (SHA-256, never the passwords), the commands it may run
+(kept both as the set of allowed rows and as the ordered rule text ACL LIST
+prints), the key patterns it may touch and the channel patterns it is given.
+``Acl`` is the server's registry of users with the ``default`` user every
+connection starts as; ``requirepass`` is that user's single password.
+
+Dispatch never asks a user anything on its fast path: each client carries
+``unrestricted`` (authenticated, and its user may run every command on every
+key), recomputed here whenever a user changes. Only a client without it goes
+through ``denial``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..protocol.keyspecs import extract, has_keys
+from ..util.errors import CommandError
+from ..util.glob import match
+from .kill import kill_client
+
+if TYPE_CHECKING:
+    from ..protocol.table import Command, Table
+    from ..server import Server
+    from .client import Client
+
+# Valkey's categories, in the order ACL CAT lists them.
+CATEGORIES = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
+    "connection", "transaction", "scripting",
+)
+
+READ = 1
+WRITE = 2
+ALL = READ | WRITE
+
+# Reasons a request is refused, ordered as Valkey ranks them when it picks one.
+DENIED_CMD = 1
+DENIED_KEY = 2
+DENIED_CHANNEL = 3
+
+# Where the channels of a pub/sub command are (Valkey's getChannelsFromCommand,
+# for the flags the ACL checks): the first argument or all of them, and
+# whether they are patterns (checked literally against the user's list).
+_CHANNEL_ARGS = {
+    b"publish": (False, False), b"spublish": (False, False),
+    b"subscribe": (True, False), b"ssubscribe": (True, False), b"psubscribe": (True, True),
+}
+
+_WRITE_FLAGS = frozenset(("insert", "delete", "update"))
+
+
+class AclError(Exception):
+    """A modifier ACL SETUSER cannot apply; the text follows Valkey's."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+SYNTAX = "Syntax error"
+UNKNOWN = "Unknown command or category name in ACL"
+AFTER_ALLKEYS = ("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not "
+                 "have any effect. Try 'resetkeys' to start with an empty list of patterns")
+AFTER_ALLCHANNELS = ("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does "
+                     "not have any effect. Try 'resetchannels' to start with an empty list of channels")
+NO_SUCH_PASSWORD = "The password you are trying to remove from the user does not exist"
+BAD_HASH = "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
+SUB_FIRST_ARG = "Allowing first-arg of a subcommand is not supported"
+
+
+def digest(password: bytes) -> bytes:
+    """The stored form of a password: its SHA-256 in lower-case hex."""
+    return hashlib.sha256(password).hexdigest().encode()
+
+
+def _password_rule_hash(op: bytes) -> bytes:
+    """The digest a password rule names: ``>pass`` / ``<pass`` give the
+    password, hashed here; ``#hash`` / ``!hash`` give the digest itself."""
+    if op[:1] in (b">", b"<"):
+        return digest(op[1:])
+    h = op[1:]
+    if not _valid_hash(h):
+        raise AclError(BAD_HASH)
+    return h
+
+
+def _valid_hash(h: bytes) -> bool:
+    return len(h) == 64 and all(ch in b"0123456789abcdef" for ch in h)
+
+
+def _has_spaces(s: bytes) -> bool:
+    return any(ch in b" \t\r\n\v\f\0" for ch in s)
+
+
+class User:
+    __slots__ = (
+        "name", "enabled", "nopass", "passwords", "allowed", "allcommands", "future", "first_args",
+        "rules", "allkeys", "patterns", "allchannels", "channels",
+    )
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
+        self.enabled = False
+        self.nopass = False
+        self.passwords: list[bytes] = []
+        # Rows (commands and subcommands) this user may run.
+        self.allowed: set[Command] = set()
+        # Every command, with no bit to test (cleared by any -command).
+        self.allcommands = False
+        # +@all was the last of +@all / -@all: ACL LIST starts with "+@all".
+        self.future = False
+        # Commands allowed only with one of these first arguments (lower case).
+        self.first_args: dict[Command, list[bytes]] = {}
+        # The ordered command rules after the leading +@all / -@all, as typed.
+        self.rules: list[bytes] = []
+        self.allkeys = False
+        self.patterns: list[list[bytes | int]] = []  # [pattern, READ|WRITE]
+        self.allchannels = False
+        self.channels: list[bytes] = []
+
+    def copy(self) -> User:
+        u = User(self.name)
+        u.enabled, u.nopass, u.passwords = self.enabled, self.nopass, list(self.passwords)
+        u.allowed, u.allcommands, u.future = set(self.allowed), self.allcommands, self.future
+        u.first_args = {k: list(v) for k, v in self.first_args.items()}
+        u.rules = list(self.rules)
+        u.allkeys, u.patterns = self.allkeys, [list(p) for p in self.patterns]
+        u.allchannels, u.channels = self.allchannels, list(self.channels)
+        return u
+
+    @property
+    def unrestricted(self) -> bool:
+        """Runs anything on any key and channel: no check is needed for this
+        user's requests."""
+        return self.allcommands and self.allkeys and self.allchannels
+
+    # -- describing ------------------------------------------------------------------
+
+    def flags(self) -> list[bytes]:
+        out = [b"on" if self.enabled else b"off"]
+        if self.nopass:
+            out.append(b"nopass")
+        return out
+
+    def command_rules(self) -> bytes:
+        head = b"+@all" if self.future else b"-@all"
+        return b" ".join([head, *self.rules])
+
+    def key_rules(self) -> list[bytes]:
+        if self.allkeys:
+            return [b"~*"]
+        out = []
+        for pat, fl in self.patterns:
+            assert isinstance(pat, bytes)
+            if fl == ALL:
+                out.append(b"~" + pat)
+            else:
+                out.append(b"%" + (b"R" if fl & READ else b"") + (b"W" if fl & WRITE else b"") + b"~" + pat)
+        return out
+
+    def channel_rules(self) -> list[bytes]:
+        if self.allchannels:
+            return [b"&*"]
+        return [b"&" + ch for ch in self.channels]
+
+    def describe(self) -> bytes:
+        """The user as ACL LIST prints it (after ``user <name> ``)."""
+        parts = self.flags()
+        parts += [b"#" + p for p in self.passwords]
+        parts += self.key_rules()
+        if self.allchannels:
+            parts.append(b"&*")
+        else:
+            parts.append(b"resetchannels")
+            parts += self.channel_rules()
+        parts.append(self.command_rules())
+        return b" ".join(parts)
+
+    # -- checking ----------------------------------------------------------------------
+
+    def check_password(self, password: bytes) -> bool:
+        """Compared digest to digest with hmac.compare_digest, over every
+        stored password, so the time taken says nothing about which
+        bytes matched."""
+        if self.nopass:
+            return True
+        given = digest(password)
+        ok = False
+        for stored in self.passwords:
+            ok |= hmac.compare_digest(given, stored)
+        return ok
+
+    def may_run(self, cmd: Command, argv: Sequence[bytes]) -> bool:
+        if self.allcommands or cmd.no_auth or cmd in self.allowed:
+            return True
+        firsts = self.first_args.get(cmd)
+        if not firsts:
+            return False
+        idx = 2 if cmd.parent is not None else 1
+        return len(argv) > idx and argv[idx].lower() in firsts
+
+    def key_allowed(self, key: bytes, need: int) -> bool:
+        for pat, fl in self.patterns:
+            assert isinstance(pat, bytes) and isinstance(fl, int)
+            if fl & need == need and match(pat, key):
+                return True
+        return False
+
+    def denial(self, cmd: Command, argv: Sequence[bytes]) -> tuple[int, int]:
+        """(0, 0) when the user may run the request, else the reason and
+        the position of the argument that caused it (Valkey's ACLSelectorCheckCmd)."""
+        if not self.may_run(cmd, argv):
+            return DENIED_CMD, 0
+        if not self.allkeys and has_keys(cmd):
+            for pos, flags in extract(cmd, argv) or ():
+                need = (READ if "access" in flags else 0) | (WRITE if _WRITE_FLAGS.intersection(flags) else 0)
+                if not self.key_allowed(argv[pos], need):
+                    return DENIED_KEY, pos
+        if not self.allchannels:
+            where = _CHANNEL_ARGS.get(cmd.bname)
+            if where is not None:
+                every, is_pattern = where
+                for pos in range(1, len(argv) if every else 2):
+                    if not self.channel_allowed(argv[pos], is_pattern):
+                        return DENIED_CHANNEL, pos
+        return 0, 0
+
+    def channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
+        """Valkey's ACLCheckChannelAgainstList: a channel is matched against
+        the user's patterns, a subscribed pattern only equals one of them."""
+        if self.allchannels:
+            return True
+        if is_pattern:
+            return channel in self.channels
+        return any(match(pat, channel) for pat in self.channels)
+
+    # -- changing ----------------------------------------------------------------------
+
+    def _set_command(self, cmd: Command, allow: bool) -> None:
+        """Valkey's ACLChangeSelectorPerm: a container carries its subcommands."""
+        for c in cmd.all_commands():
+            if allow:
+                self.allowed.add(c)
+            else:
+                self.allowed.discard(c)
+                self.allcommands = False
+        self.first_args.pop(cmd, None)
+
+    def _update_rules(self, rule: bytes, allow: bool) -> None:
+        """Valkey's ACLUpdateCommandRules: the newest rule for a name (and
+        for its subcommands, when the whole command is named) replaces the
+        older ones, so the text stays a faithful, short history."""
+        rule = rule.lower()
+        kept = []
+        for r in self.rules:
+            name = r[1:]
+            if name == rule or name.startswith(rule + b"|"):
+                continue
+            kept.append(r)
+        kept.append((b"+" if allow else b"-") + rule)
+        self.rules = kept
+
+    def _all(self, allow: bool, table: Table) -> None:
+        self.allcommands = allow
+        self.future = allow
+        self.rules = []
+        self.first_args = {}
+        self.allowed = set(table.everything()) if allow else set()
+
+    def apply(self, op: bytes, table: Table) -> None:
+        """One ACL SETUSER modifier (Valkey's ACLSetUser / ACLSetSelector)."""
+        if not op:
+            return
+        low = op.lower()
+        if low == b"on":
+            self.enabled = True
+        elif low == b"off":
+            self.enabled = False
+        elif low == b"nopass":
+            self.nopass = True
+            self.passwords = []
+        elif low == b"resetpass":
+            self.nopass = False
+            self.passwords = []
+        elif op[:1] in (b">", b"#"):
+            h = _password_rule_hash(op)
+            if h not in self.passwords:
+                self.passwords.append(h)
+            self.nopass = False
+        elif op[:1] in (b"<", b"!"):
+            h = _password_rule_hash(op)
+            if h not in self.passwords:
+                raise AclError(NO_SUCH_PASSWORD)
+            self.passwords.remove(h)
+        elif low == b"reset":
+            for sub in (b"resetpass", b"resetkeys", b"resetchannels", b"off", b"-@all"):
+                self.apply(sub, table)
+        elif low in (b"allkeys", b"~*"):
+            self.allkeys = True
+            self.patterns = []
+        elif low == b"resetkeys":
+            self.allkeys = False
+            self.patterns = []
+        elif low in (b"allchannels", b"&*"):
+            self.allchannels = True
+            self.channels = []
+        elif low == b"resetchannels":
+            self.allchannels = False
+            self.channels = []
+        elif low in (b"allcommands", b"+@all"):
+            self._all(True, table)
+        elif low in (b"nocommands", b"-@all"):
+            self._all(False, table)
+        elif op[:1] in (b"~", b"%"):
+            self._add_pattern(op)
+        elif op[:1] == b"&":
+            if self.allchannels:
+                raise AclError(AFTER_ALLCHANNELS)
+            if _has_spaces(op[1:]):
+                raise AclError(SYNTAX)
+            if op[1:] not in self.channels:
+                self.channels.append(op[1:])
+            self.allchannels = False
+        elif op[:2] in (b"+@", b"-@"):
+            self._category(op[2:].decode("latin-1").lower(), op[:1] == b"+", table)
+        elif op[:1] == b"+":
+            self._allow(op[1:], table)
+        elif op[:1] == b"-":
+            cmd = lookup(table, op[1:])
+            if cmd is None:
+                raise AclError(UNKNOWN)
+            self._set_command(cmd, False)
+            self._update_rules(cmd.bname, False)
+        else:
+            raise AclError(SYNTAX)
+
+    def _add_pattern(self, op: bytes) -> None:
+        if self.allkeys:
+            raise AclError(AFTER_ALLKEYS)
+        if op[:1] == b"%":
+            fl = 0
+            i = 1
+            while i < len(op):
+                ch = op[i : i + 1].upper()
+                if ch == b"R" and not fl & READ:
+                    fl |= READ
+                elif ch == b"W" and not fl & WRITE:
+                    fl |= WRITE
+                elif ch == b"~" and fl:
+                    i += 1
+                    break
+                else:
+                    raise AclError(SYNTAX)
+                i += 1
+            if not fl:
+                raise AclError(SYNTAX)
+            pat = op[i:]
+        else:
+            fl, pat = ALL, op[1:]
+        if _has_spaces(pat):
+            raise AclError(SYNTAX)
+        for p in self.patterns:
+            if p[0] == pat:
+                p[1] = int(p[1]) | fl
+                break
+        else:
+            self.patterns.append([pat, fl])
+        self.allkeys = False
+
+    def _category(self, name: str, allow: bool, table: Table) -> None:
+        if name not in CATEGORIES:
+            raise AclError(UNKNOWN)
+        self._update_rules(b"@" + name.encode(), allow)
+        tag = "@" + name
+        for cmd in table.ordered:
+            if tag in cmd.acl_categories:
+                self._set_command(cmd, allow)
+            for sub in cmd.subcommands.values():
+                if tag in sub.acl_categories:
+                    self._set_command(sub, allow)
+
+    def _allow(self, name: bytes, table: Table) -> None:
+        if b"|" not in name:
+            cmd = lookup(table, name)
+            if cmd is None:
+                raise AclError(UNKNOWN)
+            self._set_command(cmd, True)
+            self._update_rules(cmd.bname, True)
+            return
+        head, _, sub = name.rpartition(b"|")
+        root = lookup(table, head)
+        if root is None:
+            raise AclError(UNKNOWN)
+        if root.parent is not None:
+            raise AclError(SUB_FIRST_ARG)
+        if not sub:
+            raise AclError(SYNTAX)
+        if root.subcommands:
+            cmd = lookup(table, name)
+            if cmd is None:
+                raise AclError(UNKNOWN)
+            self._set_command(cmd, True)
+        else:
+            # Valkey's deprecated first-argument rule (+select|0).
+            firsts = self.first_args.setdefault(root, [])
+            if sub.lower() not in firsts:
+                firsts.append(sub.lower())
+        self._update_rules(name, True)
+
+
+def lookup(table: Table, name: bytes) -> Command | None:
+    """A command or ``container|sub`` by name, as ACL rules spell them."""
+    head, bar, sub = name.partition(b"|")
+    cmd = table.lookup(head)
+    if cmd is None or not bar:
+        return cmd
+    if b"|" in sub or not cmd.subcommands:
+        return None
+    return cmd.subcommands.get(sub.lower())
+
+
+def error_text(reason: int, user: User, cmd: Command) -> bytes:
+    """Valkey's getAclErrorMessage, non-verbose."""
+    if reason == DENIED_CMD:
+        return b"User %s has no permissions to run the '%s' command" % (user.name, cmd.bname)
+    if reason == DENIED_CHANNEL:
+        return b"No permissions to access a channel"
+    return b"No permissions to access a key"
+
+
+class Acl:
+    """The users of one server; ``default`` always exists."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.users: dict[bytes, User] = {}
+        d = User(b"default")
+        for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+            d.apply(op, server.table)
+        self.default = d
+        self.users[b"default"] = d
+        self.set_requirepass(server.config.requirepass)
+
+    def set_requirepass(self, password: str | bytes) -> None:
+        """requirepass is the default user's one password (Valkey's
+        ACLUpdateDefaultUserPassword); empty means nopass."""
+        pw = password.encode() if isinstance(password, str) else password
+        self.default.apply(b"resetpass", self.server.table)
+        self.default.apply(b">" + pw if pw else b"nopass", self.server.table)
+        self.changed()
+
+    def auth_required(self) -> bool:
+        """A client that has not authenticated must (Valkey's authRequired,
+        before the client's own flag)."""
+        d = self.default
+        return not d.nopass or not d.enabled
+
+    def sorted_users(self) -> list[User]:
+        return [self.users[k] for k in sorted(self.users)]
+
+    def authenticate(self, c: Client, name: bytes, password: bytes) -> bool:
+        u = self.users.get(name)
+        if u is None:
+            # Hashed and compared all the same, so timing does not tell
+            # which users exist.
+            hmac.compare_digest(digest(password), digest(b""))
+            return False
+        if not u.check_password(password) or not u.enabled:
+            return False
+        c.authenticated = True
+        c.acl = u
+        c.user = u.name
+        refresh(c)
+        return True
+
+    def set_user(self, name: bytes, ops: Iterable[bytes], current: Client | None = None) -> None:
+        """ACL SETUSER: all modifiers apply to a copy; the user changes only
+        if every one of them is valid. A new user, and ``reset``, start with
+        the channels acl-pubsub-default gives. Clients of the user whose
+        subscriptions the new rules no longer allow are disconnected."""
+        old = self.users.get(name)
+        all_channels = self.server.config.values.get("acl-pubsub-default") == "allchannels"
+        tmp = old.copy() if old is not None else User(name)
+        if old is None and all_channels:
+            tmp.allchannels = True
+        table = self.server.table
+        for op in ops:
+            try:
+                tmp.apply(op, table)
+            except AclError as e:
+                raise CommandError(b"ERR Error in ACL SETUSER modifier '%s': %s" % (
+                    op.split(b"\0", 1)[0], e.text.encode())) from None
+            if all_channels and op.lower() == b"reset":
+                tmp.allchannels, tmp.channels = True, []
+        if old is None:
+            self.users[name] = tmp
+        else:
+            self._kill_subscribers(old, tmp, current)
+            for slot in User.__slots__:
+                setattr(old, slot, getattr(tmp, slot))
+        self.changed()
+
+    def _kill_subscribers(self, old: User, new: User, current: Client | None) -> None:
+        """Valkey's ACLKillPubsubClientsIfNeeded: unless the new channel
+        rules keep every old one, a client of the user subscribed to a
+        pattern, channel or shard channel they no longer allow is closed."""
+        server = self.server
+        ps = server.pubsub
+        if new.allchannels or not (ps.channels or ps.patterns or ps.shard_channels):
+            return
+        if not old.allchannels and all(ch in new.channels for ch in old.channels):
+            return
+        for c in list(server.clients.values()):
+            if c.acl is not old or not c.subscriptions:
+                continue
+            if (any(not new.channel_allowed(p, True) for p in c.patterns)
+                    or any(not new.channel_allowed(ch, False) for ch in c.channels)
+                    or any(not new.channel_allowed(ch, False) for ch in c.shard_channels)):
+                close_client(c, current)
+
+    def delete(self, names: Sequence[bytes], current: Client) -> int:
+        if b"default" in names:
+            raise CommandError(b"ERR The 'default' user cannot be removed")
+        n = 0
+        for name in names:
+            u = self.users.pop(name, None)
+            if u is None:
+                continue
+            n += 1
+            for c in list(self.server.clients.values()):
+                if c.acl is u:
+                    c.acl = self.default
+                    c.user = b"default"
+                    c.authenticated = False
+                    refresh(c)
+                    kill_client(current, c)
+        return n
+
+    def changed(self) -> None:
+        """A user changed: every client's fast-path flag is recomputed."""
+        for c in self.server.clients.values():
+            refresh(c)
+
+
+def close_client(victim: Client, current: Client | None) -> None:
+    """Valkey's freeClient from a command: the client running it is closed
+    after its reply; another is gone at once (its subscriptions with it),
+    so a later request in the same pipeline no longer sees it."""
+    if victim is current:
+        victim.closing = True
+        victim.close_after_reply = True
+        return
+    victim.closing = True
+    server = victim.server
+    conn = server.connections.get(victim.id)
+    if conn is not None and conn.transport is not None:
+        conn.transport.abort()
+    victim.unwatch()
+    server.client_disconnected(conn, victim)
+
+
+def refresh(c: Client) -> None:
+    """The one attribute dispatch's fast path reads: may this client's
+    requests skip the authentication and permission checks?"""
+    acl = c.server.acl
+    # A RESP2 client in pub/sub mode may run only a few commands (dispatch
+    # checks which), so it leaves the fast path while subscribed; so does a
+    # client with per-request extras (tracking, CLIENT REPLY: ``hooks``).
+    c.unrestricted = ((c.authenticated or not acl.auth_required()) and c.acl.unrestricted
+                      and not (c.subscriptions and c.resp == 2) and not c.hooks)

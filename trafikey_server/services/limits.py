@@ -1,0 +1,266 @@
+"""Valkey's per-client and server-wide limits, with Valkey's texts.
+
+Each limit is checked where it costs least: admission (maxclients,
+protected mode) once per connection; the query-buffer and output-buffer
+limits once per read, and only when a limit applies; idle timeouts and the
+soft output-buffer limit from the periodic tick; maxmemory only for commands
+flagged deny-oom, which leave dispatch's fast path while a limit is set
+(``apply_maxmemory``), so that the common request pays nothing.
+
+Used memory is the process's resident set size (``/proc/self/statm``), the
+figure INFO reports as used_memory, sampled on every tick and whenever
+maxmemory is set; there is no eviction, every policy refuses as noeviction.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..util.memory import rss as _rss
+from .config import register_apply
+
+if TYPE_CHECKING:
+    from ..network.connection import Connection
+    from ..protocol.table import Command
+    from ..server import Server
+    from .client import Client
+
+MAXCLIENTS = b"-ERR max number of clients reached\r\n"
+NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
+OOM = b"OOM command not allowed when used memory > 'maxmemory'."
+PROTECTED = (
+    b"-DENIED Running in protected mode because protected mode is enabled and no password is set for the "
+    b"default user. In this mode connections are only accepted from the loopback interface. If you want to "
+    b"connect from external computers, you may adopt one of the following solutions: 1) Just disable "
+    b"protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by "
+    b"connecting from the same host the server is running, however MAKE SURE it's not publicly accessible "
+    b"from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can "
+    b"just disable the protected mode by editing the configuration file, and setting the protected mode "
+    b"option to 'no', and then restarting the server. 3) If you started the server manually just for "
+    b"testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for "
+    b"the default user. NOTE: You only need to do one of the above things in order for the server to start "
+    b"accepting connections from the outside.\r\n"
+)
+# Before AUTH, Valkey lets the query buffer hold at most 1 MB.
+UNAUTH_QUERY_BUFFER = 1024 * 1024
+
+
+# -- admission ------------------------------------------------------------------
+
+
+def _is_local(peer: Any) -> bool:
+    if not isinstance(peer, tuple):
+        return True  # a Unix socket
+    try:
+        return ipaddress.ip_address(peer[0].split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def admit(server: Server, transport: Any) -> bool:
+    """Valkey's accept order: the client count first, then protected mode
+    (refused while no password protects the default user and the peer is
+    not on a loopback interface). A refusal is written and the connection
+    closed; it counts in rejected_connections."""
+    refusal = None
+    if len(server.clients) >= server.config.values["maxclients"]:
+        refusal = MAXCLIENTS
+    elif (server.config.values["protected-mode"] and server.acl.default.nopass
+          and not _is_local(transport.get_extra_info("peername"))):
+        refusal = PROTECTED
+    if refusal is None:
+        return True
+    server.rejected_connections += 1
+    transport.write(refusal)
+    transport.close()
+    return False
+
+
+# -- input and output buffers -----------------------------------------------------
+
+
+def query_buffer_exceeded(c: Client, pending: int) -> bool:
+    """The bytes of a request still being read, against
+    client-query-buffer-limit (1 MB before AUTH). Valkey closes such a
+    client without a reply."""
+    limit = c.server.config.values["client-query-buffer-limit"]
+    if not c.authenticated:
+        limit = min(limit, UNAUTH_QUERY_BUFFER)
+    if pending <= limit:
+        return False
+    c.server.log.warning(f"Closing client that reached max query buffer length: addr={c.addr}")
+    c.server.qbuf_disconnections += 1
+    return True
+
+
+def parse_obuf(value: str) -> dict[str, tuple[int, int, int]]:
+    words = value.split()
+    return {words[i]: (int(words[i + 1]), int(words[i + 2]), int(words[i + 3])) for i in range(0, len(words), 4)}
+
+
+def apply_obuf(server: Server, value: str) -> None:
+    """Keep the normal class's limits where a read can see them at the cost
+    of one check, None while they are all zero (Valkey's default)."""
+    limits = parse_obuf(value)
+    normal = limits.get("normal", (0, 0, 0))
+    server.obuf_normal = normal if normal[0] or normal[1] else None
+    pubsub = limits.get("pubsub", (0, 0, 0))
+    server.obuf_pubsub = pubsub if pubsub[0] or pubsub[1] else None
+    # The normal class turns the check of every read's replies on; the pubsub
+    # class is checked where subscribed clients get their volume, on each
+    # write of pushed messages (Connection.flush).
+    server.obuf_limited = server.obuf_normal is not None
+
+
+def obuf_class(server: Server, c: Client) -> tuple[int, int, int] | None:
+    """The limits of the client's class: pub/sub while it is subscribed."""
+    if getattr(c, "subscriptions", 0):
+        return server.obuf_pubsub
+    return server.obuf_normal
+
+
+def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | None) -> None:
+    """After a write: what the transport still holds for the client against
+    its class's hard limit (closed at once) and soft limit (closed once it
+    has stayed over it for more than soft-seconds), as Valkey's
+    checkClientOutputBufferLimits. The unsent replies are dropped."""
+    if limits is None or conn.transport is None:
+        return
+    hard, soft, secs = limits
+    used = conn.transport.get_write_buffer_size()
+    over = bool(hard) and used >= hard
+    if not over and soft and used >= soft:
+        now = int(time.time())
+        if conn.obuf_soft_since == 0:
+            conn.obuf_soft_since = now
+            c.server.obuf_watch.add(conn)
+        elif now - conn.obuf_soft_since > secs:
+            over = True
+    elif not over:
+        conn.obuf_soft_since = 0
+        c.server.obuf_watch.discard(conn)
+    if over:
+        server = c.server
+        server.log.warning(f"Client addr={c.addr} scheduled to be closed ASAP for overcoming of output buffer "
+                           "limits.")
+        server.obuf_disconnections += 1
+        server.obuf_watch.discard(conn)
+        c.closing = True
+        conn.transport.abort()
+
+
+# A read holding a bulk length of the default limit's digit count (512 MB has 9).
+_HUGE_BULK = re.compile(rb"\$\d{9}").search
+
+
+def huge_bulk_pattern(limit: int) -> Any:
+    """A length with as many digits as proto-max-bulk-len may be over it:
+    such a read goes to the exact parser (``Server.huge_bulk``)."""
+    digits = len(str(limit))
+    return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
+
+
+def apply_proto_max_bulk_len(server: Server, value: int) -> None:
+    server.huge_bulk = huge_bulk_pattern(value)
+
+
+# -- maxmemory ----------------------------------------------------------------------
+
+
+# Commands whose write and deny-oom flags come from the script they run
+# (Valkey's evalGetCommandFlags and fcallGetCommandFlags).
+SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fcall", b"fcall_ro"))
+
+
+def apply_maxmemory(server: Server, value: int) -> None:
+    """While a limit is set, deny-oom commands leave the fast path (a table
+    of the server's own), so the check costs nothing without one; so do
+    write commands while min-replicas-to-write refuses them (``noreplicas``),
+    and the script commands under either."""
+    server.maxmemory = value
+    base = server.base_table
+    noreplicas = server.noreplicas
+    if value or noreplicas:
+        if value:
+            server.used_memory = _rss()
+        table = copy.copy(base)
+        table.fast = {k: v for k, v in base.fast.items()
+                      if not ((value and v.denyoom) or (noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
+        server.table = table
+    else:
+        server.table = base
+    pause = getattr(server, "pause", None)
+    if pause is not None and pause.end:  # CLIENT PAUSE keeps the fast path off (pause.py)
+        pause.hide_fast()
+
+
+def apply_min_replicas(server: Server) -> None:
+    """Valkey's checkGoodReplicasStatus: with min-replicas-to-write and
+    min-replicas-max-lag both set, a primary needs that many good replicas
+    to write, and this server never has any."""
+    v = server.config.values
+    server.noreplicas = bool(v["min-replicas-to-write"] and v["min-replicas-max-lag"])
+    apply_maxmemory(server, server.maxmemory)
+
+
+def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) -> bytes | None:
+    """Valkey's processCommand checks on the memory and the replicas, in
+    its order: over maxmemory a deny-oom command is refused (queued in
+    MULTI or not) and so is an EXEC whose queue holds one; a write (or an
+    EXEC of writes) is refused while there are not enough good replicas.
+    A script command counts as a write and as deny-oom as its script's
+    flags say."""
+    server = c.server
+    write, denyoom = cmd.write, cmd.denyoom
+    if cmd.bname in SCRIPT_RUNNERS:
+        write, denyoom = server.scripting.command_flags(cmd, argv)
+    elif c.multi and cmd.bname == b"exec":
+        for q, qargv in c.multi:
+            if q.bname in SCRIPT_RUNNERS:
+                qw, qd = server.scripting.command_flags(q, qargv)
+            else:
+                qw, qd = q.write, q.denyoom
+            write = write or qw
+            denyoom = denyoom or qd
+    if oom and denyoom and server.maxmemory and server.used_memory > server.maxmemory:
+        return OOM
+    if write and server.noreplicas:
+        return NOREPLICAS
+    return None
+
+
+# -- the periodic tick ---------------------------------------------------------------
+
+
+def cron(server: Server) -> None:
+    """Once a second: idle clients past ``timeout`` are closed, the soft
+    output-buffer limit is re-checked for clients that have not read, and
+    used memory is sampled while maxmemory is set."""
+    now = time.time()
+    if server.maxmemory:
+        server.used_memory = _rss()
+    timeout = server.config.values["timeout"]
+    if timeout:
+        for cid, c in list(server.clients.items()):
+            if now - c.last_interaction > timeout:
+                conn = server.connections.get(cid)
+                if conn is not None and conn.transport is not None:
+                    server.log.verbose("Closing idle client")
+                    c.closing = True
+                    conn.transport.close()
+    for conn in list(server.obuf_watch):
+        c = conn.client
+        if c is None or c.closing:
+            server.obuf_watch.discard(conn)
+            continue
+        check_output(conn, c, obuf_class(server, c))
+
+
+register_apply("maxmemory", apply_maxmemory)
+register_apply("proto-max-bulk-len", apply_proto_max_bulk_len)
+register_apply("client-output-buffer-limit", apply_obuf)
+register_apply("min-replicas", lambda server, value: apply_min_replicas(server))

@@ -1,0 +1,173 @@
+"""What watches commands as they run: MONITOR, the slow log, the latency monitor.
+
+Dispatch already measures each call's duration for INFO commandstats. It
+compares that duration with one number, ``server.observe_us``, and only
+calls ``Observer.record`` when it is reached. That number is the smallest
+threshold anyone asked for: ``commandlog-execution-slower-than`` (alias
+``slowlog-log-slower-than``) when the slow log is on, the
+``latency-monitor-threshold`` in microseconds when it is set, and 0 while
+a client is in MONITOR mode. With all three idle it is larger than any
+duration, so a command pays one attribute read and one comparison.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..protocol.table import Command
+    from ..server import Server
+    from .client import Client
+
+NEVER = 1 << 62
+# Valkey's SLOWLOG_ENTRY_MAX_ARGC / SLOWLOG_ENTRY_MAX_STRING.
+SLOWLOG_MAX_ARGC = 32
+SLOWLOG_MAX_STRING = 128
+# Valkey's LATENCY_TS_LEN: samples kept per event.
+LATENCY_LEN = 160
+REDACTED = b"(redacted)"
+
+_REPR = {0x5C: b"\\\\", 0x22: b'\\"', 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x07: b"\\a", 0x08: b"\\b"}
+_REPR_TABLE = [_REPR.get(i, bytes((i,)) if 0x20 <= i <= 0x7E else b"\\x%02x" % i) for i in range(256)]
+
+
+def quote(arg: bytes) -> bytes:
+    """An argument as Valkey's sdscatrepr prints it in a MONITOR line."""
+    t = _REPR_TABLE
+    return b'"' + b"".join(t[b] for b in arg) + b'"'
+
+
+def redact(cmd: Command, argv: list[bytes]) -> list[bytes]:
+    """Valkey hides passwords from MONITOR and the slow log: every argument
+    of AUTH, and the user name and password after HELLO's AUTH."""
+    root = cmd.parent or cmd
+    if root.bname == b"auth":
+        return [argv[0]] + [REDACTED] * (len(argv) - 1)
+    if root.bname == b"hello":
+        out = list(argv)
+        i = 2
+        while i < len(out):
+            if out[i].lower() == b"auth" and len(out) - 1 - i >= 2:
+                out[i + 1] = out[i + 2] = REDACTED
+                i += 3
+            else:
+                i += 1
+        return out
+    return argv
+
+
+class LatencySeries:
+    """One event's samples: at most one per second (the worst), the last
+    LATENCY_LEN of them, and the all-time maximum."""
+
+    __slots__ = ("samples", "max")
+
+    def __init__(self) -> None:
+        self.samples: deque[list[int]] = deque(maxlen=LATENCY_LEN)
+        self.max = 0
+
+    def add(self, ms: int) -> None:
+        now = int(time.time())
+        if ms > self.max:
+            self.max = ms
+        if self.samples and self.samples[-1][0] == now:
+            if ms > self.samples[-1][1]:
+                self.samples[-1][1] = ms
+            return
+        self.samples.append([now, ms])
+
+
+class Observer:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.monitors: list[Client] = []
+        # Newest first, as Valkey's list: (id, time, duration, argv, peer, name).
+        self.slowlog: deque[tuple[int, int, int, list[bytes], bytes, bytes]] = deque()
+        self.slowlog_next_id = 0
+        self.latency: dict[str, LatencySeries] = {}
+        self.slower_than = NEVER
+        self.slowlog_max = 128
+        self.latency_us = NEVER
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the thresholds (at start and on CONFIG SET) and publish
+        the smallest one where dispatch looks for it."""
+        v = self.server.config.values
+        slower = v.get("commandlog-execution-slower-than", 10000)
+        self.slowlog_max = v.get("commandlog-slow-execution-max-len", 128)
+        self.slower_than = slower if slower >= 0 and self.slowlog_max > 0 else NEVER
+        while len(self.slowlog) > self.slowlog_max:
+            self.slowlog.pop()
+        lat = v.get("latency-monitor-threshold", 0)
+        self.latency_us = lat * 1000 if lat > 0 else NEVER
+        floor = 0 if self.monitors else NEVER
+        self.server.observe_us = min(self.slower_than, self.latency_us, floor)
+
+    # -- MONITOR -----------------------------------------------------------------
+
+    def add_monitor(self, c: Client) -> None:
+        self.monitors.append(c)
+        self.refresh()
+
+    def drop(self, c: Client) -> None:
+        if c in self.monitors:
+            self.monitors.remove(c)
+            self.refresh()
+
+    def feed(self, c: Client, argv: list[bytes]) -> None:
+        """One MONITOR line to every monitor."""
+        now = time.time()
+        secs = int(now)
+        where = b"lua" if c.in_script else c.addr.encode()
+        line = b"+%d.%06d [%d %s] %s\r\n" % (
+            secs, int((now - secs) * 1_000_000), c.db.id, where, b" ".join(quote(a) for a in argv))
+        for m in self.monitors:
+            m.push(line)
+
+    # -- the hook ------------------------------------------------------------------
+
+    def record(self, c: Client, cmd: Command, argv: list[bytes], usec: int) -> None:
+        """A call reached the smallest threshold: give it to whichever of
+        the three watchers asked for it, as Valkey's call() does after a
+        command ran (latency, then the slow log, then MONITOR). Commands
+        replayed from the AOF at start-up are not observed, as in Valkey."""
+        if self.server.loading:
+            return
+        if usec >= self.latency_us:
+            self._latency("fast-command" if cmd.fast else "command", usec // 1000)
+        flags = cmd.flags
+        if usec >= self.slower_than and "skip_commandlog" not in flags:
+            self._slowlog(c, cmd, argv, usec)
+        if self.monitors and not cmd.admin and "skip_monitor" not in flags and c is not self.server.blocking.rerunning:
+            self.feed(c, redact(cmd, argv))
+
+    def _latency(self, event: str, ms: int) -> None:
+        series = self.latency.get(event)
+        if series is None:
+            series = self.latency[event] = LatencySeries()
+        series.add(ms)
+
+    def _slowlog(self, c: Client, cmd: Command, argv: list[bytes], usec: int) -> None:
+        if c.in_script:  # the fake script client: the entry names the caller
+            run = self.server.scripting.run
+            caller = getattr(run, "caller", None) if run is not None else None
+            if caller is not None:
+                c = caller
+        argv = redact(cmd, argv)
+        n = len(argv)
+        shown: list[bytes] = []
+        for i, a in enumerate(argv[:SLOWLOG_MAX_ARGC]):
+            if n > SLOWLOG_MAX_ARGC and i == SLOWLOG_MAX_ARGC - 1:
+                shown.append(b"... (%d more arguments)" % (n - SLOWLOG_MAX_ARGC + 1))
+            elif len(a) > SLOWLOG_MAX_STRING:
+                shown.append(a[:SLOWLOG_MAX_STRING] + b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_STRING))
+            else:
+                shown.append(a)
+        entry = (self.slowlog_next_id, int(time.time()), usec, shown, c.addr.encode(), c.name)
+        self.slowlog_next_id += 1
+        self.slowlog.appendleft(entry)
+        while len(self.slowlog) > self.slowlog_max:
+            self.slowlog.pop()

@@ -1,0 +1,216 @@
+"""The string type, and which of Valkey's encodings each stored value has.
+
+A string value is ``bytes`` or, where Valkey would hold it in the ``raw``
+encoding, a ``bytearray``. OBJECT ENCODING then reads the encoding off the
+value: a ``bytearray`` is raw; ``bytes`` is int when it is a canonical
+integer of at most 20 characters, embstr otherwise. To keep that true, every
+string write stores what Valkey's object would be:
+
+- APPEND and SETRANGE change a value in place, which Valkey does on a raw
+  copy: the value becomes a ``bytearray`` (amortized O(1) appends, too).
+- Valkey 9 embeds the key, an optional expire field and the value in one
+  128-byte allocation when they fit (embstr), and uses raw otherwise. The
+  measured rule: embstr when ``len(key) + len(value) + 8 * ttl`` is at most
+  113 for keys shorter than 32 bytes (1-byte sds header) and 111 for longer
+  ones (3-byte header). ``ttl`` counts when the write overwrites a key that
+  has an expire (the new object inherits it); an expire added later (EX on a
+  fresh key, EXPIRE, GETEX) fits in place, except under keys of 108 bytes
+  or more, where it makes the value raw. A value past the limit is stored
+  as a ``bytearray``. Most writes are far below it and pay one length
+  comparison.
+- INCRBYFLOAT stores text that may look like an integer ("3") but is embstr
+  in Valkey. Those values are remembered in a small side table (see
+  ``FLOAT_INTS``) rather than given a type of their own, so that every other
+  piece of code keeps seeing plain ``bytes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.rdbformat import T_STRING, encode_string
+from ..util.parsing import to_int
+from .record import ValueType, alloc_size, sds_size
+
+if TYPE_CHECKING:
+    from ..keyspace.db import Db
+    from ..protocol.rdbformat import Reader
+
+# -- encodings -------------------------------------------------------------------
+
+# Below this key + value length every non-integer value is embstr whatever
+# the key length and TTL (111 - 8).
+_SURELY_EMBSTR = 103
+
+
+def is_int_text(v: bytes | bytearray) -> bool:
+    """Valkey's tryObjectEncoding test for the int encoding."""
+    return len(v) <= 20 and to_int(bytes(v)) is not None
+
+
+def embstr_fits(key: bytes, n: int, ttl: bool) -> bool:
+    """Whether an n-byte value under key is embstr in Valkey 9."""
+    limit = (113 if len(key) < 32 else 111) - (8 if ttl else 0)
+    return len(key) + n <= limit
+
+
+def stored(key: bytes, v: bytes, ttl: bool) -> bytes | bytearray:
+    """v as Valkey's object would be when created under key: a bytearray
+    where Valkey would use the raw encoding."""
+    if len(key) + len(v) <= _SURELY_EMBSTR or is_int_text(v) or embstr_fits(key, len(v), ttl):
+        return v
+    return bytearray(v)
+
+
+def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
+    """v moved under a new key (RENAME, COPY): Valkey re-creates an embstr
+    with the new key embedded, which may no longer fit; raw and int stay."""
+    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR and not is_int_text(v):
+        if not embstr_fits(key, len(v), False):
+            return bytearray(v)
+    return v
+
+
+# Adding an expire to an embstr that has none re-creates it as raw when the
+# key is this long (measured on Valkey 9; shorter keys leave room for it).
+_EXPIRE_NEEDS_ROOM = 108
+
+
+def before_expire(db: Db, key: bytes) -> None:
+    """Call before giving key an expire: Valkey may re-create its value."""
+    if len(key) >= _EXPIRE_NEEDS_ROOM and key not in db.expires:
+        v = db.data.get(key)
+        if type(v) is bytes and encoding(db, key, v) == b"embstr":
+            db.set(key, bytearray(v), keep_ttl=True)
+            if FLOAT_INTS:
+                forget_float_int(db, key)
+
+
+def _overwrite_ttl(db: Db, key: bytes) -> bool:
+    """True if writing key now replaces a live value that has an expire."""
+    return key in db.expires and db.get(key) is not None
+
+
+# INCRBYFLOAT results that read as integers yet are embstr in Valkey, per
+# data dict (so SWAPDB carries them along): key -> the stored value object.
+# A mark counts only while the key still holds that very object, and every
+# string write here clears the written key's mark first, so a stale mark is
+# never mistaken for a fresh one (CPython shares one-byte bytes objects, so
+# identity alone would not do). Stale marks are pruned as a table grows, and
+# the tables of flushed dicts when a new table starts.
+# Writers test ``if FLOAT_INTS:`` first: a plain dict's truth, nearly free.
+FLOAT_INTS: dict[int, dict[bytes, bytes]] = {}
+_PRUNE_AT = 256
+
+
+def forget_float_int(db: Db, key: bytes) -> None:
+    t = FLOAT_INTS.get(id(db.data))
+    if t is not None and t.pop(key, None) is not None and not t:
+        del FLOAT_INTS[id(db.data)]
+
+
+def _mark_float_int(dbs: list[Db], db: Db, key: bytes, v: bytes) -> None:
+    t = FLOAT_INTS.get(id(db.data))
+    if t is None:
+        live = {id(d.data) for d in dbs}
+        for gone in [i for i in FLOAT_INTS if i not in live]:
+            del FLOAT_INTS[gone]
+        t = FLOAT_INTS[id(db.data)] = {}
+    t[key] = v
+    if len(t) > _PRUNE_AT and len(t) & (len(t) - 1) == 0:
+        # At each power of two: drop marks whose key holds something else.
+        data = db.data
+        for k in [k for k, o in t.items() if data.get(k) is not o]:
+            del t[k]
+
+
+def _is_float_int(db: Db, key: bytes, v: object) -> bool:
+    t = FLOAT_INTS.get(id(db.data))
+    return t is not None and t.get(key) is v
+
+
+def carry_float_int(dbs: list[Db], src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes) -> None:
+    """dst_key now holds v, renamed, moved or copied from src_key: a mark
+    goes along (the source's own mark is cleared by its next write)."""
+    if not FLOAT_INTS:
+        return
+    was = _is_float_int(src, src_key, v)
+    forget_float_int(dst, dst_key)
+    if was:
+        _mark_float_int(dbs, dst, dst_key, v)  # type: ignore[arg-type]
+
+
+def encoding(db: Db, key: bytes, v: bytes | bytearray) -> bytes:
+    """OBJECT ENCODING of a string value."""
+    if type(v) is bytearray:
+        return b"raw"
+    if is_int_text(v) and not (FLOAT_INTS and _is_float_int(db, key, v)):
+        return b"int"
+    return b"embstr"
+
+
+def _put(db: Db, key: bytes, v: bytes, keep_ttl: bool = False) -> None:
+    """Store a new value from the client under key, replacing any."""
+    if len(key) + len(v) > _SURELY_EMBSTR:
+        v = stored(key, v, _overwrite_ttl(db, key))  # type: ignore[assignment]
+    db.set(key, v, keep_ttl)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+
+
+def _add(db: Db, key: bytes, v: bytes | bytearray) -> None:
+    """Store a value under a key known to be absent."""
+    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR:
+        v = stored(key, v, False)
+    db.add(key, v)
+    if FLOAT_INTS:
+        forget_float_int(db, key)
+
+
+# -- the type's record (valuetypes.py) --------------------------------------------------
+
+
+def _copy(v: bytes | bytearray) -> bytes | bytearray:
+    return bytearray(v) if type(v) is bytearray else v
+
+
+def _memory(v: bytes | bytearray, samples: int) -> int:
+    n = len(v)
+    return 0 if n <= 20 and v.lstrip(b"-").isdigit() else alloc_size(sds_size(n))
+
+
+def _digest(v: bytes | bytearray) -> bytes:
+    return b"s" + bytes(v)
+
+
+def _rdb_save(v: bytes | bytearray) -> tuple[int, bytes]:
+    return T_STRING, encode_string(v)
+
+
+def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> bytes | bytearray:
+    """A loaded string as Valkey's object ends up: embstr or raw by size,
+    and raw when an expire is attached under a long key."""
+    out = stored(key, r.string(), False)
+    if has_ttl and type(out) is bytes and len(key) >= _EXPIRE_NEEDS_ROOM and not is_int_text(out):
+        return bytearray(out)
+    return out
+
+
+def _aof_rewrite(key: bytes, v: bytes | bytearray) -> Iterator[list[bytes]]:
+    yield [b"SET", key, bytes(v)]
+
+
+STRING = ValueType(
+    name=b"string",
+    classes=(bytes, bytearray),
+    encodings=(b"int", b"embstr", b"raw"),
+    encoding=encoding,
+    copy=_copy,
+    memory=_memory,
+    digest=_digest,
+    rdb_save=_rdb_save,
+    rdb_types=(T_STRING,),
+    rdb_load=_rdb_load,
+    aof_rewrite=_aof_rewrite,
+)
