@@ -6,6 +6,7 @@ the way users do: over a socket.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,3 +97,21 @@ def start_trafikey(*extra: str) -> Proc:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return Proc(argv, port, cwd=str(ROOT), env=env)
+
+
+@contextlib.contextmanager
+def own_pair(valkey_args: tuple[str, ...] = (), trafikey_args: tuple[str, ...] = ()) -> Iterator[tuple[Proc, Proc]]:
+    """A Valkey and a trafikey-server of a test's own, for tests that change
+    what the shared pair must not see (ports, limits, replicas); both are
+    stopped whatever happens."""
+    v = start_valkey(*valkey_args)
+    try:
+        t = start_trafikey(*trafikey_args)
+    except Exception:
+        v.stop()
+        raise
+    try:
+        yield v, t
+    finally:
+        v.stop()
+        t.stop()

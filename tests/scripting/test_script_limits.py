@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from helpers.aof_util import keyspace
 from helpers.resp_wire import Wire, encode
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair, start_trafikey, start_valkey
 
 FILL = "local a = {} for i = 1, %d do a[i] = 'k' .. i end\n"
 
@@ -91,15 +91,8 @@ def test_api_functions_stay_c_functions(sp, body: str) -> None:
 @pytest.fixture(scope="module")
 def spare() -> Iterator[tuple[Proc, Proc]]:
     """Servers whose maxmemory and min-replicas-to-write the tests change."""
-    v = start_valkey()
-    try:
-        t = start_trafikey()
-    except Exception:
-        v.stop()
-        raise
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 class Spare:

@@ -13,21 +13,14 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, free_port, start_trafikey, start_valkey
+from helpers.servers import Proc, free_port, own_pair
 
 
 @pytest.fixture
 def servers() -> Iterator[tuple[Proc, Proc]]:
     """Servers of this test's own: their ports move."""
-    v = start_valkey()
-    try:
-        t = start_trafikey()
-    except Exception:
-        v.stop()
-        raise
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 def _ping(port: int) -> bytes | None:

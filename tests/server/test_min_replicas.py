@@ -13,20 +13,13 @@ from collections.abc import Iterator
 import pytest
 from helpers.aof_util import keyspace
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v = start_valkey()
-    try:
-        t = start_trafikey()
-    except Exception:
-        v.stop()
-        raise
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 def _stats(w: Wire) -> tuple[list[str], dict[str, tuple[str, ...]]]:
