@@ -1150,3 +1150,19 @@ def test_busy_script_kill_and_shutdown() -> None:
     finally:
         for proc in servers:
             proc.stop()
+
+
+@pytest.mark.parametrize("call", [
+    ("EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0"),
+    ("EVAL_RO", "return redis.pcall('spublish', 'ch', 'm')", "0"),
+    ("EVAL", "#!lua flags=no-writes\nreturn redis.call('publish', 'ch', 'm')", "0"),
+    ("EVAL", "return redis.call('publish', 'ch', 'm')", "0"),
+])
+def test_read_only_scripts_may_not_publish(sp, call: tuple[str, ...]) -> None:
+    """A read-only script treats may-replicate commands (PUBLISH, SPUBLISH)
+    as writes and is refused them, as Valkey's scriptVerifyWriteCommandAllow."""
+    sp.check(*call)
+    sp.check("FUNCTION", "LOAD", "#!lua name=lib\nserver.register_function{function_name='pub', "
+             "callback=function() return server.call('publish', 'ch', 'm') end, flags={'no-writes'}}")
+    sp.check("FCALL_RO", "pub", "0")
+    sp.check("FCALL", "pub", "0")

@@ -26,6 +26,13 @@ TABLE_PATH = Path(__file__).resolve().parents[1] / "commands" / "table.json"
 Handler = Callable[[Any, list[bytes]], bytes]
 
 
+# Valkey's CMD_MAY_REPLICATE, which COMMAND INFO does not show (so the
+# captured rows cannot carry it): commands that may propagate although they
+# do not write the keyspace. CLIENT PAUSE WRITE holds them and read-only
+# scripts may not call them.
+MAY_REPLICATE = frozenset(("eval", "evalsha", "fcall", "pfcount", "publish", "spublish", "cluster|setslot"))
+
+
 def _missing_handler(name: str) -> Handler:
     def refuse(c: Any, argv: list[bytes]) -> bytes:
         raise CommandError(f"ERR command '{name}' is declared but not implemented")
@@ -42,7 +49,7 @@ class Command:
         "subcommands", "parent", "row", "calls", "usec", "failed_calls",
         "rejected_calls", "write", "readonly", "noscript", "no_auth", "loading",
         "stale", "no_multi", "denyoom", "allow_busy", "fast", "movablekeys",
-        "admin", "implemented", "extension",
+        "admin", "implemented", "extension", "may_replicate",
     )
 
     def __init__(self, row: dict[str, Any], parent: Command | None = None) -> None:
@@ -81,6 +88,7 @@ class Command:
         self.fast = "fast" in flags
         self.movablekeys = "movablekeys" in flags
         self.admin = "admin" in flags
+        self.may_replicate = self.name in MAY_REPLICATE
         self.calls = 0
         self.usec = 0
         self.failed_calls = 0

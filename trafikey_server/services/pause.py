@@ -31,10 +31,8 @@ if TYPE_CHECKING:
     from ..server import Server
     from .client import Client
 
-# Commands that may write or propagate through what they run (Valkey's
-# may_replicate flag); FUNCTION's writing subcommands carry the write flag.
-_MAY_WRITE = frozenset((b"eval", b"evalsha", b"fcall", b"pfcount", b"publish", b"spublish"))
-# Commands whose script's flags say whether they write.
+# Commands whose script's flags say whether they write; other commands are
+# held for their write or may_replicate flag (Command.may_replicate).
 _SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", b"fcall_ro"))
 
 
@@ -105,7 +103,7 @@ class Pause:
             w = self.server.scripting.may_write(name, argv)
             if w is not None:
                 return w
-        return cmd.write or name in _MAY_WRITE
+        return cmd.write or cmd.may_replicate
 
     def hold(self, conn: Any) -> None:
         self.waiting.append(conn)

@@ -384,9 +384,10 @@ class Engine:
             reason, _ = run.acl.denial(cmd, argv)
             if reason:
                 return self._refuse(cmd, b"ERR ACL failure in script: " + error_text(reason, run.acl, cmd))
+        if run.read_only and (cmd.write or cmd.may_replicate):
+            # PUBLISH too: may-replicate commands count as writes in scripts.
+            return self._refuse(cmd, b"ERR Write commands are not allowed from read-only scripts.")
         if cmd.write:
-            if run.read_only:
-                return self._refuse(cmd, b"ERR Write commands are not allowed from read-only scripts.")
             if not run.dirty:
                 # Valkey's checks before a script's first write: it cannot
                 # stop halfway once it has changed something.
