@@ -522,5 +522,8 @@ def _bmove(c: Client, argv: list[bytes], wherefrom: int, whereto: int, deadline:
     if _get(c.db, argv[1]) is None:
         if not may_block(c):
             return c.r.null
-        c.server.blocking.block(c, [argv[1]], List, deadline, c.r.null)
+        # A timeout answers with a null array, as every list block does in
+        # Valkey's replyToBlockedClientTimedOut, though the immediate answer
+        # above is a null bulk.
+        c.server.blocking.block(c, [argv[1]], List, deadline, c.r.null_array)
     return _move(c, argv[1], argv[2], wherefrom, whereto)
