@@ -24,7 +24,7 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, array_header, bulk, bulks, in
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_integer, syntax, wrong_args, wrongtype
 from ..util.parsing import to_int
-from ..values.list_type import List, grow, shrink
+from ..values.list_type import List, entry_size, grow, shrink
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -154,10 +154,7 @@ def _push(c: Client, argv: list[bytes], where: int, xx: bool) -> bytes:
         lst = List()
         db.add(key, lst)
     grow(lst, _fill(c), items, len(items))
-    if where == HEAD:
-        lst.extendleft(items)
-    else:
-        lst.extend(items)
+    lst.push(items, where == HEAD)
     if db.signalled:
         db.touch(key)
     _emit(db, b"lpush" if where == HEAD else b"rpush", key)
@@ -266,7 +263,9 @@ def lset(c: Client, argv: list[bytes]) -> bytes:
         i += n
     if not 0 <= i < n:
         raise CommandError(_OUT_OF_RANGE)
+    old = lst[i]
     lst[i] = value
+    lst.replaced_at(i, old, value)
     shrink(lst, fill)
     if db.signalled:
         db.touch(key)
@@ -293,6 +292,7 @@ def linsert(c: Client, argv: list[bytes]) -> bytes:
     except ValueError:
         return b":-1\r\n"
     lst.insert(i + 1 if after else i, argv[4])
+    lst.inserted_at(i, argv[4])
     if db.signalled:
         db.touch(key)
     _emit(db, b"linsert", key)
@@ -308,25 +308,28 @@ def lrem(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     obj = argv[3]
     limit = abs(toremove)
-    removed = 0
+    n = len(lst)
+    positions: list[int] = []
     if toremove < 0:
-        kept: list[bytes] = []
-        for e in reversed(lst):
-            if e == obj and (not limit or removed < limit):
-                removed += 1
-            else:
-                kept.append(e)
-        kept.reverse()
+        for i, e in enumerate(reversed(lst)):
+            if e == obj:
+                positions.append(n - 1 - i)
+                if len(positions) == limit:
+                    break
+        positions.reverse()
     else:
-        kept = []
-        for e in lst:
-            if e == obj and (not limit or removed < limit):
-                removed += 1
-            else:
-                kept.append(e)
+        for i, e in enumerate(lst):
+            if e == obj:
+                positions.append(i)
+                if len(positions) == limit:
+                    break
+    removed = len(positions)
     if removed:
+        gone = set(positions)
+        kept = [e for i, e in enumerate(lst) if i not in gone]
         lst.clear()
         lst.extend(kept)
+        lst.removed_at(positions, entry_size(obj))
         _emit(db, b"lrem", key)
         if not lst:
             db.delete(key)
@@ -350,10 +353,8 @@ def ltrim(c: Client, argv: list[bytes]) -> bytes:
     first, count = _span(n, start, end)
     rtrim = n - first - count if count else 0
     ltrim_n = first if count else n
-    for _ in range(ltrim_n):
-        lst.popleft()
-    for _ in range(rtrim):
-        lst.pop()
+    lst.take(ltrim_n, True)
+    lst.take(rtrim, False)
     _emit(db, b"ltrim", key)
     if not lst:
         db.delete(key)
@@ -388,7 +389,7 @@ def _pop(c: Client, argv: list[bytes], where: int) -> bytes:
     if count == 0:
         return EMPTY_ARRAY
     if count == -1:
-        out = bulk(lst.popleft() if where == HEAD else lst.pop())
+        out = bulk(lst.take(1, where == HEAD)[0])
     else:
         out = bulks(_take(lst, where, count))
     _removed(c, key, lst, where)
@@ -396,9 +397,7 @@ def _pop(c: Client, argv: list[bytes], where: int) -> bytes:
 
 
 def _take(lst: List, where: int, count: int) -> list[bytes]:
-    k = min(count, len(lst))
-    take = lst.popleft if where == HEAD else lst.pop
-    return [take() for _ in range(k)]
+    return lst.take(min(count, len(lst)), where == HEAD)
 
 
 def _pop_with_key(c: Client, key: bytes, lst: List, where: int, count: int) -> bytes:
@@ -459,15 +458,12 @@ def _move(c: Client, skey: bytes, dkey: bytes, wherefrom: int, whereto: int) -> 
     if slst is None:
         return c.r.null
     dlst = _get(db, dkey)
-    value = slst.popleft() if wherefrom == HEAD else slst.pop()
+    value = slst.take(1, wherefrom == HEAD)[0]
     if dlst is None:
         dlst = List()
         db.add(dkey, dlst)
     grow(dlst, _fill(c), (value,), 1)
-    if whereto == HEAD:
-        dlst.appendleft(value)
-    else:
-        dlst.append(value)
+    dlst.push([value], whereto == HEAD)
     if db.signalled:
         db.touch(dkey)
     _emit(db, b"lpush" if whereto == HEAD else b"rpush", dkey)
@@ -499,7 +495,7 @@ def _bpop(c: Client, keys: list[bytes], where: int, deadline: int, count: int) -
         if lst:
             if count != -1:
                 return _pop_with_key(c, key, lst, where, count)
-            value = lst.popleft() if where == HEAD else lst.pop()
+            value = lst.take(1, where == HEAD)[0]
             out = b"*2\r\n" + bulk(key) + bulk(value)
             _removed(c, key, lst, where)
             return out

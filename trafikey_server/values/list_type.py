@@ -41,13 +41,135 @@ _NO_SIZE = 1 << 64
 
 class List(deque):  # type: ignore[type-arg]
     """A list: bytes elements, head at index 0. ``big`` is True in the
-    quicklist encoding."""
+    quicklist encoding; ``nodes`` then follows Valkey's quicklist nodes as
+    [count, listpack bytes, plain] (None once a middle write made them
+    unknown), because only a quicklist of one node goes back to a listpack.
+    The writes that move elements at the ends go through the methods below,
+    so the nodes follow them; nothing is kept while the list is small."""
 
-    __slots__ = ("big",)
+    __slots__ = ("big", "nodes", "fill")
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         super().__init__(items)
         self.big = False
+        self.nodes: deque[list[int]] | None = None
+        self.fill = -2
+
+    def push(self, items: list[bytes], head: bool) -> None:
+        if head:
+            self.extendleft(items)
+        else:
+            self.extend(items)
+        nodes = self.nodes
+        if self.big and nodes is not None:
+            for e in items:
+                _node_push(nodes, self.fill, e, head)
+
+    def take(self, k: int, head: bool) -> list[bytes]:
+        take = self.popleft if head else self.pop
+        out = [take() for _ in range(k)]
+        nodes = self.nodes
+        if self.big and nodes is not None:
+            for e in out:
+                node = nodes[0] if head else nodes[-1]
+                node[0] -= 1
+                node[1] -= entry_size(e)
+                if not node[0]:
+                    if head:
+                        nodes.popleft()
+                    else:
+                        nodes.pop()
+        return out
+
+    def removed_at(self, positions: list[int], size: int) -> None:
+        """Elements of ``size`` listpack bytes each were deleted at these
+        positions (ascending, in the list before the deletion): each
+        leaves its node, an emptied node goes (quicklistDelIndex)."""
+        nodes = self.nodes
+        if not self.big or nodes is None:
+            return
+        out: deque[list[int]] = deque()
+        start = 0
+        k = 0
+        for node in nodes:
+            end = start + node[0]
+            while k < len(positions) and positions[k] < end:
+                node[0] -= 1
+                node[1] -= size
+                k += 1
+            if node[0]:
+                out.append(node)
+            start = end
+        self.nodes = out
+
+    def _node_at(self, i: int) -> list[int] | None:
+        nodes = self.nodes
+        if not self.big or nodes is None:
+            return None
+        for node in nodes:
+            if i < node[0]:
+                return node
+            i -= node[0]
+        return None
+
+    def replaced_at(self, i: int, old: bytes, new: bytes) -> None:
+        """LSET's quicklistReplaceEntry, where it stays in the node."""
+        node = self._node_at(i)
+        if node is None:
+            return
+        large = _large(self.fill, len(new))
+        if not node[2] and not large:
+            node[1] += entry_size(new) - entry_size(old)
+        elif node[2] and large:
+            node[1] = len(new)
+        else:
+            self.nodes = None
+
+    def inserted_at(self, i: int, new: bytes) -> None:
+        """LINSERT next to position i (before the insertion): into that
+        element's node when it has room (_quicklistInsert), else the nodes
+        are no longer followed."""
+        node = self._node_at(i)
+        if node is None:
+            return
+        n = len(new)
+        if node[2] or _large(self.fill, n) or exceeds(self.fill, node[1] + n + _OVERHEAD, node[0] + 1):
+            self.nodes = None
+            return
+        node[0] += 1
+        node[1] += entry_size(new)
+
+    def middle_changed(self) -> None:
+        """A write inside the list: its nodes are no longer known."""
+        self.nodes = None
+
+
+_OVERHEAD = 8  # SIZE_ESTIMATE_OVERHEAD
+
+
+def _large(fill: int, n: int) -> bool:
+    """isLargeElement: an element that gets a plain node of its own."""
+    sz, _ = node_limit(fill)
+    return n > (_SAFETY if sz == _NO_SIZE else sz)
+
+
+def _node_push(nodes: deque[list[int]], fill: int, e: bytes, head: bool) -> None:
+    """quicklistPushHead/Tail: into the end node when it has room
+    (_quicklistNodeAllowInsert), else into a new node."""
+    n = len(e)
+    if _large(fill, n):
+        node = [1, n, 1]
+    else:
+        end = (nodes[0] if head else nodes[-1]) if nodes else None
+        if end is not None and not end[2] and not exceeds(fill, end[1] + n + _OVERHEAD, end[0] + 1):
+            end[0] += 1
+            end[1] += entry_size(e)
+            return
+        node = [1, 7 + entry_size(e), 0]
+    if head:
+        nodes.appendleft(node)
+    else:
+        nodes.append(node)
 
 
 def node_limit(fill: int) -> tuple[int, int]:
@@ -101,6 +223,9 @@ def grow(lst: List, fill: int, added: Iterable[bytes], count: int) -> None:
     a quicklist, before they are added."""
     if not lst.big and exceeds(fill, lp_bytes(lst) + sum(len(e) for e in added), len(lst) + count):
         lst.big = True
+        # quicklistAppendListpack: the listpack becomes the one node.
+        lst.nodes = deque([[len(lst), lp_bytes(lst), 0]]) if lst else deque()
+        lst.fill = fill
 
 
 def shrink(lst: List, fill: int) -> None:
@@ -111,6 +236,18 @@ def shrink(lst: List, fill: int) -> None:
 
 
 def _to_listpack(lst: List, fill: int, div: int) -> None:
+    nodes = lst.nodes
+    if nodes is not None:
+        if len(nodes) != 1 or nodes[0][2]:
+            return
+        sz, cnt = node_limit(fill)
+        if sz != _NO_SIZE:
+            sz //= div
+        if nodes[0][1] > sz or nodes[0][0] > cnt // div:
+            return
+        lst.big = False
+        lst.nodes = None
+        return
     sz, cnt = node_limit(fill)
     if sz != _NO_SIZE:
         large = sz
@@ -133,15 +270,23 @@ def _to_listpack(lst: List, fill: int, div: int) -> None:
     if fill >= 0 and total > _SAFETY:
         return
     lst.big = False
+    lst.nodes = None
 
 
-def loaded(items: list[bytes], fill: int) -> List | None:
-    """A list as Valkey holds it after loading: quicklist, converted to a
-    listpack when it fits one node (LIST_CONV_AUTO)."""
+def loaded(items: list[bytes], fill: int, nodes: deque[list[int]] | None = None) -> List | None:
+    """A list as Valkey holds it after loading: a quicklist (the file's
+    nodes, or pushed element by element), converted to a listpack when it
+    is one node within the limit (LIST_CONV_AUTO)."""
     if not items:
         return None
     lst = List(items)
     lst.big = True
+    lst.fill = fill
+    if nodes is None:
+        nodes = deque()
+        for e in items:
+            _node_push(nodes, fill, e, False)
+    lst.nodes = nodes
     _to_listpack(lst, fill, 1)
     return lst
 
@@ -153,6 +298,9 @@ def _encoding(db: Db, key: bytes, v: List) -> bytes:
 def _copy(v: List) -> List:
     out = List(v)
     out.big = v.big
+    out.fill = v.fill
+    if v.nodes is not None:
+        out.nodes = deque([list(n) for n in v.nodes])
     return out
 
 
@@ -179,21 +327,26 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List
         return loaded([r.string() for _ in range(n)], fill)
     if t == T_LIST_ZIPLIST:
         return loaded(ziplist_entries(r.string()), fill)
-    nodes = r.plain_len()
+    count = r.plain_len()
     items: list[bytes] = []
-    for _ in range(nodes):
+    nodes: deque[list[int]] = deque()
+    for _ in range(count):
         if t == T_LIST_QUICKLIST_2:
             container = r.plain_len()
             blob = r.string()
             if container == 1:  # PLAIN: the element itself
                 items.append(blob)
-            elif container == 2:
-                items += listpack_entries(blob)
-            else:
+                nodes.append([1, len(blob), 1])
+                continue
+            if container != 2:
                 raise RdbError(f"key {key!r}: unknown quicklist node container {container}")
+            part = listpack_entries(blob)
         else:
-            items += ziplist_entries(r.string())
-    return loaded(items, fill)
+            part = ziplist_entries(r.string())
+        if part:  # Valkey skips an empty node
+            items += part
+            nodes.append([len(part), lp_bytes(part), 0])
+    return loaded(items, fill, nodes)
 
 
 def _aof_rewrite(key: bytes, v: List) -> Iterator[list[bytes]]:
