@@ -271,3 +271,29 @@ def test_encoding_transitions(pair, fill: str) -> None:
         pair.check("OBJECT", "ENCODING", "t")
     finally:
         pair.check("CONFIG", "SET", "list-max-listpack-size", "-2")
+
+
+WATCHED_WRITES = [
+    "LPUSH l z", "RPUSH l z", "LPUSHX l z", "RPUSHX nol z", "LPOP l", "RPOP l 2", "LPOP l 0", "LPOP nol",
+    "LSET l 0 S", "LSET l 99 S", "LINSERT l BEFORE b I", "LINSERT l AFTER zz I", "LREM l 0 zz", "LREM l 1 b",
+    "LTRIM l 0 -1", "LTRIM l 0 1", "LTRIM nol 0 1", "LMOVE l m LEFT RIGHT", "LMOVE m l LEFT RIGHT",
+    "RPOPLPUSH nol l", "LMPOP 2 nol l LEFT COUNT 2", "BLPOP l 0", "BRPOPLPUSH l m 0", "LRANGE l 0 -1",
+    "LLEN l", "LPOS l a",
+]
+
+
+@pytest.mark.parametrize("write", WATCHED_WRITES)
+def test_watch_sees_list_changes(pair, write: str) -> None:
+    # A client's own write to a watched key aborts its transaction, as
+    # another client's would; a no-op write or a read does not.
+    run(pair, f"""
+        RPUSH l a b c d e
+        RPUSH m x
+        WATCH l m
+        {write}
+        MULTI
+        PING
+        EXEC
+        LRANGE l 0 -1
+        LRANGE m 0 -1
+    """)
