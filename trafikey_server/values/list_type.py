@@ -326,7 +326,17 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List
         n = r.plain_len()
         return loaded([r.string() for _ in range(n)], fill)
     if t == T_LIST_ZIPLIST:
-        return loaded(ziplist_entries(r.string()), fill)
+        # Valkey's loader leaves this form a quicklist, whatever its size.
+        items = ziplist_entries(r.string())
+        if not items:
+            return None
+        lst = List(items)
+        lst.big = True
+        lst.fill = fill
+        lst.nodes = deque()
+        for e in items:
+            _node_push(lst.nodes, fill, e, False)
+        return lst
     count = r.plain_len()
     items: list[bytes] = []
     nodes: deque[list[int]] = deque()
