@@ -62,3 +62,4 @@ def test_quicklist_of_ziplists() -> None:
     # A count limit the single node passes keeps it a quicklist.
     small = _server("--list-max-listpack-size", "3")
     assert LIST.rdb_load(Reader(one), T_LIST_QUICKLIST, b"k", small, False).big
+

@@ -4,9 +4,9 @@
 Valkey keeps a small list as one listpack and converts it to a quicklist
 when a write would pass ``list-max-listpack-size`` (a count when positive,
 a byte limit of 4k..64k when negative), and back when a removal leaves it
-at half the limit (t_list.c listTypeTryConversion). The listpack's size is
-computed from the elements while the list is small, the only time it is
-consulted, so no running total is kept on the hot path.
+at half the limit (t_list.c listTypeTryConversion). The listpack's byte
+size is kept while the list is small (``List.size``, updated by each
+write), so the growing check costs nothing per element already there.
 """
 
 from __future__ import annotations
@@ -47,29 +47,37 @@ class List(deque):  # type: ignore[type-arg]
     The writes that move elements at the ends go through the methods below,
     so the nodes follow them; nothing is kept while the list is small."""
 
-    __slots__ = ("big", "nodes", "fill")
+    __slots__ = ("big", "nodes", "fill", "size")
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
         super().__init__(items)
         self.big = False
         self.nodes: deque[list[int]] | None = None
         self.fill = -2
+        # The listpack's bytes while the list is one (not kept once big).
+        self.size = lp_bytes(self)
 
     def push(self, items: list[bytes], head: bool) -> None:
         if head:
             self.extendleft(items)
         else:
             self.extend(items)
+        if not self.big:
+            self.size += sum(entry_size(e) for e in items)
+            return
         nodes = self.nodes
-        if self.big and nodes is not None:
+        if nodes is not None:
             for e in items:
                 _node_push(nodes, self.fill, e, head)
 
     def take(self, k: int, head: bool) -> list[bytes]:
         take = self.popleft if head else self.pop
         out = [take() for _ in range(k)]
+        if not self.big:
+            self.size -= sum(entry_size(e) for e in out)
+            return out
         nodes = self.nodes
-        if self.big and nodes is not None:
+        if nodes is not None:
             for e in out:
                 node = nodes[0] if head else nodes[-1]
                 node[0] -= 1
@@ -85,8 +93,11 @@ class List(deque):  # type: ignore[type-arg]
         """Elements of ``size`` listpack bytes each were deleted at these
         positions (ascending, in the list before the deletion): each
         leaves its node, an emptied node goes (quicklistDelIndex)."""
+        if not self.big:
+            self.size -= size * len(positions)
+            return
         nodes = self.nodes
-        if not self.big or nodes is None:
+        if nodes is None:
             return
         out: deque[list[int]] = deque()
         start = 0
@@ -114,6 +125,9 @@ class List(deque):  # type: ignore[type-arg]
 
     def replaced_at(self, i: int, old: bytes, new: bytes) -> None:
         """LSET's quicklistReplaceEntry, where it stays in the node."""
+        if not self.big:
+            self.size += entry_size(new) - entry_size(old)
+            return
         node = self._node_at(i)
         if node is None:
             return
@@ -129,6 +143,9 @@ class List(deque):  # type: ignore[type-arg]
         """LINSERT next to position i (before the insertion): into that
         element's node when it has room (_quicklistInsert), else the nodes
         are no longer followed."""
+        if not self.big:
+            self.size += entry_size(new)
+            return
         node = self._node_at(i)
         if node is None:
             return
@@ -139,9 +156,6 @@ class List(deque):  # type: ignore[type-arg]
         node[0] += 1
         node[1] += entry_size(new)
 
-    def middle_changed(self) -> None:
-        """A write inside the list: its nodes are no longer known."""
-        self.nodes = None
 
 
 _OVERHEAD = 8  # SIZE_ESTIMATE_OVERHEAD
@@ -221,10 +235,10 @@ def grow(lst: List, fill: int, added: Iterable[bytes], count: int) -> None:
     """listTypeTryConversionAppend: a listpack that the new elements (their
     raw lengths, as Valkey adds them up) would push past the limit becomes
     a quicklist, before they are added."""
-    if not lst.big and exceeds(fill, lp_bytes(lst) + sum(len(e) for e in added), len(lst) + count):
+    if not lst.big and exceeds(fill, lst.size + sum(len(e) for e in added), len(lst) + count):
         lst.big = True
         # quicklistAppendListpack: the listpack becomes the one node.
-        lst.nodes = deque([[len(lst), lp_bytes(lst), 0]]) if lst else deque()
+        lst.nodes = deque([[len(lst), lst.size, 0]]) if lst else deque()
         lst.fill = fill
 
 
@@ -246,6 +260,7 @@ def _to_listpack(lst: List, fill: int, div: int) -> None:
         if nodes[0][1] > sz or nodes[0][0] > cnt // div:
             return
         lst.big = False
+        lst.size = nodes[0][1]
         lst.nodes = None
         return
     sz, cnt = node_limit(fill)
@@ -270,6 +285,7 @@ def _to_listpack(lst: List, fill: int, div: int) -> None:
     if fill >= 0 and total > _SAFETY:
         return
     lst.big = False
+    lst.size = total
     lst.nodes = None
 
 
@@ -299,6 +315,7 @@ def _copy(v: List) -> List:
     out = List(v)
     out.big = v.big
     out.fill = v.fill
+    out.size = v.size
     if v.nodes is not None:
         out.nodes = deque([list(n) for n in v.nodes])
     return out
@@ -306,7 +323,7 @@ def _copy(v: List) -> List:
 
 def _memory(v: List, samples: int) -> int:
     if not v.big:
-        return alloc_size(lp_bytes(v))
+        return alloc_size(v.size)
     sample = list(v)[:samples] if samples else list(v)
     per = sum(entry_size(e) for e in sample) / max(len(sample), 1)
     return 48 + int(per * len(v)) + 32 * (1 + len(v) // 128)
