@@ -18,7 +18,7 @@ from trafikey_server.execution.dispatch import execute
 from trafikey_server.execution.persist import rdb
 from trafikey_server.execution.persist.rewrite import snapshot_records
 from trafikey_server.keyspace.db import Db
-from trafikey_server.protocol.rdbformat import T_LIST, Reader, encode_len, encode_string
+from trafikey_server.protocol.rdbformat import Reader, encode_len, encode_string
 from trafikey_server.protocol.resp import bulks
 from trafikey_server.server import Server
 from trafikey_server.services.client import Client
@@ -31,6 +31,10 @@ class Toy(list):  # type: ignore[type-arg]
     """A list of byte strings, standing in for a type added later."""
 
     __slots__ = ()
+
+
+# An RDB type byte no Valkey type uses.
+T_TOY = 8
 
 
 def _load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Toy | None:
@@ -50,8 +54,8 @@ TOY = ValueType(
     copy=lambda v: Toy(v),
     memory=lambda v, samples: 1000 * len(v),
     digest=lambda v: b"t" + b"\0".join(v),
-    rdb_save=lambda v: (T_LIST, encode_len(len(v)) + b"".join(encode_string(x) for x in v)),
-    rdb_types=(T_LIST,),
+    rdb_save=lambda v: (T_TOY, encode_len(len(v)) + b"".join(encode_string(x) for x in v)),
+    rdb_types=(T_TOY,),
     rdb_load=_load,
     aof_rewrite=_rewrite,
 )
@@ -83,7 +87,7 @@ def test_every_type_fills_every_field() -> None:
         names.add(vt.name)
         for cls in vt.classes:
             assert valuetypes.BY_CLASS[cls] is vt
-    assert names == {b"string", b"hash", b"zset"}
+    assert {b"string", b"list", b"hash", b"zset"} <= names
 
 
 def test_a_class_or_rdb_type_serves_one_type_only(toy: ValueType) -> None:

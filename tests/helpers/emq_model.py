@@ -247,13 +247,15 @@ def server_keyspace(client: Any) -> dict[bytes, tuple[str, object]]:
             pipe.hgetall(key)
         elif kind == "zset":
             pipe.zrange(key, 0, -1, withscores=True)
+        elif kind == "list":
+            pipe.lrange(key, 0, -1)
         else:
             pipe.type(key)  # a kind the core never writes: its type is enough
     out: dict[bytes, tuple[str, object]] = {}
     for key, kind, content in zip(keys, kinds, pipe.execute(), strict=True):
         if kind == "zset":
             content = {m: int(s) if float(s).is_integer() else s for m, s in content}
-        elif kind not in ("string", "hash"):
+        elif kind not in ("string", "hash", "list"):
             content = None
         out[key] = (kind, content)
     return out

@@ -96,6 +96,34 @@ def zsets(r: redis.Redis) -> None:
     r.zdiffstore("zd", ["z2", "z3"])
 
 
+def lists(r: redis.Redis) -> None:
+    r.rpush("l", "a", "b", "c", "d", "e", "f", "g", "h")
+    r.lpush("l", "x", "y")
+    r.lpushx("l", "z")
+    r.rpushx("absent-l", "z")
+    r.lpop("l")
+    r.rpop("l", 2)
+    r.lpop("absent-l")
+    r.lset("l", 1, "S")
+    r.linsert("l", "BEFORE", "S", "I")
+    r.linsert("l", "AFTER", "nothere", "I")
+    r.lrem("l", 0, "b")
+    r.lrem("l", 0, "nothere")
+    r.ltrim("l", 0, -2)
+    r.lmove("l", "l2", "LEFT", "RIGHT")
+    r.rpoplpush("l", "l2")
+    r.lmove("absent-l", "l2", "LEFT", "RIGHT")
+    r.execute_command("LMPOP", 2, "absent-l", "l2", "RIGHT", "COUNT", 1)
+    r.rpush("b", *[str(i) for i in range(300)])
+    r.blpop(["absent-l", "b"], 0)
+    r.brpop(["b"], 0)
+    r.blmove("b", "b2", 0, "RIGHT", "LEFT")
+    r.brpoplpush("b", "b2", 0)
+    r.execute_command("BLMPOP", 0, 1, "b", "LEFT", "COUNT", 7)
+    r.rpush("gone", "a")
+    r.lpop("gone")
+
+
 def keys(r: redis.Redis) -> None:
     r.set("k1", "v")
     r.set("k2", "v")
@@ -199,7 +227,7 @@ def emq_verbs(r: redis.Redis) -> None:
 
 
 FAMILIES: dict[str, Callable[[redis.Redis], None]] = {
-    "strings": strings, "hashes": hashes, "zsets": zsets, "keys": keys, "scripts": scripts,
+    "strings": strings, "hashes": hashes, "zsets": zsets, "lists": lists, "keys": keys, "scripts": scripts,
     "transactions": transactions, "emq": emq_verbs,
 }
 
@@ -210,7 +238,9 @@ ALLOWED = {
     b"PEXPIREAT", b"PERSIST", b"MSET", b"MSETNX", b"APPEND", b"SETRANGE", b"INCR", b"DECR", b"INCRBY",
     b"DECRBY", b"HSET", b"HSETNX", b"HMSET", b"HDEL", b"HINCRBY", b"ZADD", b"ZINCRBY", b"ZREM",
     b"ZREMRANGEBYRANK", b"ZREMRANGEBYSCORE", b"ZREMRANGEBYLEX", b"ZPOPMIN", b"ZPOPMAX", b"ZRANGESTORE",
-    b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE", b"FLUSHDB", b"FLUSHALL", b"SWAPDB", b"FUNCTION",
+    b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE", b"RPUSH", b"LPUSH", b"LPUSHX", b"RPUSHX", b"LPOP",
+    b"RPOP", b"LSET", b"LINSERT", b"LREM", b"LTRIM", b"LMOVE", b"RPOPLPUSH", b"FLUSHDB", b"FLUSHALL", b"SWAPDB",
+    b"FUNCTION",
 }
 
 

@@ -15,11 +15,12 @@ a lookup here is for the paths that see every type.
 from __future__ import annotations
 
 from .hash_type import HASH
+from .list_type import LIST
 from .record import ValueType
 from .string import STRING
 from .zset_type import ZSET
 
-TYPES: tuple[ValueType, ...] = (STRING, HASH, ZSET)
+TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET)
 
 BY_CLASS: dict[type, ValueType] = {}
 BY_NAME: dict[bytes, ValueType] = {}

@@ -155,6 +155,40 @@ def _zmpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return [[b"ZPOPMAX" if top else b"ZPOPMIN", key, count]]
 
 
+def _blpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """BLPOP / BRPOP are logged as the LPOP / RPOP they did."""
+    if _is_null(reply):
+        return NOTHING
+    key, _ = _popped_key(reply)
+    return [[b"RPOP" if argv[0].lower() == b"brpop" else b"LPOP", key]]
+
+
+def _lmpop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """LMPOP / BLMPOP: LPOP or RPOP of the key they popped from, with the
+    number of elements taken."""
+    if _is_null(reply):
+        return NOTHING
+    key, at = _popped_key(reply)
+    count = reply[at + 1:reply.index(b"\r\n", at)]
+    numkeys_at = 2 if argv[0].lower() == b"blmpop" else 1
+    right = word(argv[numkeys_at + int(argv[numkeys_at]) + 1]) == b"right"
+    return [[b"RPOP" if right else b"LPOP", key, count]]
+
+
+def _blmove(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """BLMOVE / BRPOPLPUSH that moved an element are logged as LMOVE /
+    RPOPLPUSH."""
+    if _is_null(reply):
+        return NOTHING
+    if argv[0].lower() == b"brpoplpush":
+        return [[b"RPOPLPUSH", argv[1], argv[2]]]
+    return [[b"LMOVE", *argv[1:5]]]
+
+
+def _linsert(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if reply in (_ZERO, b":-1\r\n") else [argv]
+
+
 RULES: dict[bytes, Rule] = {
     b"set": _set,
     b"setnx": _setnx,
@@ -189,6 +223,20 @@ RULES: dict[bytes, Rule] = {
     b"zmpop": _zmpop,
     b"bzmpop": _zmpop,
     b"zincrby": _unless_null,
+    b"lpushx": _unless_zero,
+    b"rpushx": _unless_zero,
+    b"lpop": _zpop,
+    b"rpop": _zpop,
+    b"blpop": _blpop,
+    b"brpop": _blpop,
+    b"lmpop": _lmpop,
+    b"blmpop": _lmpop,
+    b"lmove": _unless_null,
+    b"rpoplpush": _unless_null,
+    b"blmove": _blmove,
+    b"brpoplpush": _blmove,
+    b"linsert": _linsert,
+    b"lrem": _unless_zero,
     b"cluster|flushslot": _nothing,
 }
 

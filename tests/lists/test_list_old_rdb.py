@@ -1,0 +1,65 @@
+"""The list forms older files hold (Redis before 7): a ziplist (RDB type
+10) and a quicklist of ziplists (type 14). Valkey 9.1 no longer writes
+them, so the blobs are built here by the ziplist format's rules and read
+by the list type's loader; the elements come back in order, integers
+printed as Valkey prints them, the encoding chosen as Valkey's loader
+chooses it (type 10 stays a quicklist; type 14 converts as type 18)."""
+
+from __future__ import annotations
+
+from trafikey_server.protocol.rdbformat import T_LIST_QUICKLIST, T_LIST_ZIPLIST, Reader, encode_len, encode_string
+from trafikey_server.server import Server
+from trafikey_server.services.config import parse_args
+from trafikey_server.values.list_type import LIST
+
+
+def ziplist(entries: list[bytes]) -> bytes:
+    """A ziplist of short strings and the integer encodings."""
+    body = b""
+    prev = 0
+    for e in entries:
+        if e.lstrip(b"-").isdigit():
+            v = int(e)
+            if 0 <= v <= 12:
+                enc = bytes([0xF1 + v])
+            elif -128 <= v <= 127:
+                enc = b"\xfe" + v.to_bytes(1, "little", signed=True)
+            elif -32768 <= v <= 32767:
+                enc = b"\xc0" + v.to_bytes(2, "little", signed=True)
+            else:
+                enc = b"\xe0" + v.to_bytes(8, "little", signed=True)
+        else:
+            assert len(e) < 64
+            enc = bytes([len(e)]) + e
+        entry = bytes([prev]) + enc
+        prev = len(entry)
+        body += entry
+    total = 10 + len(body) + 1
+    head = total.to_bytes(4, "little") + (10).to_bytes(4, "little") + len(entries).to_bytes(2, "little")
+    return head + body + b"\xff"
+
+
+def _server(*args: str) -> Server:
+    return Server(parse_args(["--save", "", *args]))
+
+
+def test_ziplist_list() -> None:
+    items = [b"a", b"bb", b"7", b"-5", b"300", b"12345678901", b"0"]
+    lst = LIST.rdb_load(Reader(encode_string(ziplist(items))), T_LIST_ZIPLIST, b"k", _server(), False)
+    assert list(lst) == items
+    assert lst.big  # Valkey's loader keeps this form a quicklist (no conversion)
+
+
+def test_quicklist_of_ziplists() -> None:
+    nodes = [[b"n%d-%d" % (n, i) for i in range(5)] for n in range(3)]
+    blob = encode_len(len(nodes)) + b"".join(encode_string(ziplist(n)) for n in nodes)
+    server = _server()
+    lst = LIST.rdb_load(Reader(blob), T_LIST_QUICKLIST, b"k", server, False)
+    assert list(lst) == [e for n in nodes for e in n]
+    assert lst.big  # three nodes: Valkey keeps a quicklist
+    one = encode_len(1) + encode_string(ziplist(nodes[0]))
+    assert not LIST.rdb_load(Reader(one), T_LIST_QUICKLIST, b"k", server, False).big
+    # A count limit the single node passes keeps it a quicklist.
+    small = _server("--list-max-listpack-size", "3")
+    assert LIST.rdb_load(Reader(one), T_LIST_QUICKLIST, b"k", small, False).big
+
