@@ -88,6 +88,8 @@ def keyspace(port: int, skip: tuple[bytes, ...] = ()) -> dict[tuple[int, bytes],
                 v = r.hgetall(k)
             elif t == b"zset":
                 v = r.zrange(k, 0, -1, withscores=True)
+            elif t == b"set":
+                v = sorted(r.smembers(k))
             else:
                 v = t
             out[(i, k)] = (t, v, r.pexpiretime(k))

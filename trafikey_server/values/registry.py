@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from .hash_type import HASH
 from .record import ValueType
+from .set_type import SET
 from .string import STRING
 from .zset_type import ZSET
 
-TYPES: tuple[ValueType, ...] = (STRING, HASH, ZSET)
+TYPES: tuple[ValueType, ...] = (STRING, HASH, ZSET, SET)
 
 BY_CLASS: dict[type, ValueType] = {}
 BY_NAME: dict[bytes, ValueType] = {}
