@@ -402,3 +402,25 @@ def test_spop_count_on_intset_keeps_encoding(pair, n: int) -> None:
         SCARD s
         OBJECT ENCODING s
     """)
+
+
+@pytest.mark.parametrize("members, n", [
+    (["m%d" % i for i in range(200)], 190),
+    ([str(i) for i in range(200)], 190),
+    ([str(i) for i in range(1000)], 900),
+    ([str(i) for i in range(200)] + ["x"], 190),
+    (["m%d" % i for i in range(200)], 100),
+])
+def test_spop_large_count_rebuilds_what_is_left(pair, members: list[str], n: int) -> None:
+    """A count that leaves few members makes Valkey keep them in a new set
+    (a hashtable can come out a listpack); which ones is random, so the
+    count and the encoding are compared."""
+    for w in (pair.v, pair.t):
+        w.call("SADD", "s", *members)
+    pair.check("OBJECT", "ENCODING", "s")
+    v, t = pair.both("SPOP", "s", n)
+    assert len(bulk_items(v)) == len(bulk_items(t)) == n
+    run(pair, """
+        SCARD s
+        OBJECT ENCODING s
+    """)

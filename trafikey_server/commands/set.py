@@ -221,8 +221,21 @@ def _spop_count(c: Client, argv: list[bytes]) -> bytes:
     order = s.members()
     picked = set(random.sample(range(len(order)), n))
     popped = [m for i, m in enumerate(order) if i in picked]
-    for m in popped:
-        del s[m]
+    if (len(order) - n) * 5 > n:
+        for m in popped:
+            del s[m]
+    else:
+        # Valkey keeps the few that stay in a new set instead, started as
+        # an intset when the old one was, else as a listpack: a hashtable
+        # can come out of SPOP as a listpack.
+        limits = limits_of(c.server)
+        kept = SetValue(INTSET if s.enc == INTSET else LISTPACK)
+        for i, m in enumerate(order):
+            if i not in picked:
+                add(kept, m, limits)
+        s.clear()
+        s.update(kept)
+        s.enc = kept.enc
     db.touch(key)
     return _bulks_set(c, popped)
 
