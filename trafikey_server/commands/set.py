@@ -23,9 +23,11 @@ from ..values.set_type import (
     LISTPACK,
     SetValue,
     add,
+    all_ints,
     create,
     limits_of,
     maybe_convert,
+    maybe_to_intset,
 )
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher
 
@@ -278,9 +280,9 @@ def _sets(c: Client, keys: list[bytes]) -> list[SetValue | None]:
     return out
 
 
-def _result(members: list[bytes], limits: tuple[int, int, int]) -> SetValue:
-    """A result set built as Valkey builds it: an intset, filled in order."""
-    r = SetValue(INTSET)
+def _result(members: list[bytes], limits: tuple[int, int, int], enc: int = INTSET) -> SetValue:
+    """A result set built as Valkey builds it: empty in ``enc``, filled in order."""
+    r = SetValue(enc)
     for m in members:
         add(r, m, limits)
     return r
@@ -297,9 +299,12 @@ def _store(c: Client, dst: bytes, r: SetValue, event: bytes) -> bytes:
     return integer(len(r))
 
 
-def _inter_members(sets: list[SetValue], limit: int = 0) -> list[bytes]:
-    ordered = sorted(sets, key=len)
-    first, rest = ordered[0], ordered[1:]
+def _smallest_first(sets: list[SetValue]) -> list[SetValue]:
+    return sorted(sets, key=len)
+
+
+def _inter_members(ordered: list[SetValue], limit: int = 0) -> list[bytes]:
+    first, rest = ordered[0], [o for o in ordered[1:] if o is not ordered[0]]
     out = []
     for m in first.members():
         if all(m in o for o in rest):
@@ -316,11 +321,17 @@ def _sinter(c: Client, keys: list[bytes], dst: bytes | None) -> bytes:
         if dst is not None:
             return _store(c, dst, SetValue(), b"sinterstore")
         return c.r.set_header(0)
-    members = _inter_members(sets)  # type: ignore[arg-type]
-    if dst is not None:
-        return _store(c, dst, _result(members, limits), b"sinterstore")
-    # Unlike SUNION and SDIFF, SINTER replies as it walks the smallest set.
-    return _bulks_set(c, members)
+    ordered = _smallest_first(sets)  # type: ignore[arg-type]
+    members = _inter_members(ordered)
+    if dst is None:
+        # Unlike SUNION and SDIFF, SINTER replies as it walks the smallest set.
+        return _bulks_set(c, members)
+    # The result starts as an intset when the smallest input is one, else
+    # as a listpack, and becomes an intset if every member is an integer.
+    r = _result(members, limits, INTSET if ordered[0].enc == INTSET else LISTPACK)
+    if all_ints(r):
+        maybe_to_intset(r, limits)
+    return _store(c, dst, r, b"sinterstore")
 
 
 def sinter(c: Client, argv: list[bytes]) -> bytes:
@@ -352,28 +363,44 @@ def sintercard(c: Client, argv: list[bytes]) -> bytes:
     sets = _sets(c, keys)
     if any(s is None for s in sets):
         return ZERO
-    return integer(len(_inter_members(sets, limit)))  # type: ignore[arg-type]
+    return integer(len(_inter_members(_smallest_first(sets), limit)))  # type: ignore[arg-type]
 
 
 def _sunion_diff(c: Client, keys: list[bytes], dst: bytes | None, diff: bool) -> bytes:
     sets = _sets(c, keys)
     limits = limits_of(c.server)
-    members: list[bytes] = []
-    if diff:
-        first = sets[0]
-        if first is not None:
-            others = [s for s in sets[1:] if s is not None]
-            members = [m for m in first.members() if not any(m in o for o in others)]
-    else:
-        seen: set[bytes] = set()
+    # Without a destination, any input that is not an intset makes the
+    # result a hashtable (whose order in Valkey is its hash table's).
+    enc = INTSET
+    if dst is None and any(s is not None and s.enc != INTSET for s in sets):
+        enc = HASHTABLE
+    r = SetValue(enc)
+    first = sets[0]
+    if not diff:
         for s in sets:
-            if s is None:
-                continue
-            for m in s.members():
-                if m not in seen:
-                    seen.add(m)
-                    members.append(m)
-    r = _result(members, limits)
+            if s is not None:
+                for m in s.members():
+                    add(r, m, limits)
+    elif first is not None and not any(s is first for s in sets[1:]):
+        present = [s for s in sets[1:] if s is not None]
+        one = len(first) * (1 + len(present)) // 2
+        two = len(first) + sum(len(s) for s in present)
+        if one <= two:
+            # Valkey's first way: each member of the first set, checked
+            # against the others (largest first).
+            present.sort(key=len, reverse=True)
+            for m in first.members():
+                if not any(m in o for o in present):
+                    add(r, m, limits)
+        else:
+            # The second: all of the first set, then the others removed.
+            for m in first.members():
+                add(r, m, limits)
+            for o in present:
+                for m in o.members():
+                    r.pop(m, None)
+                if not r:
+                    break
     if dst is not None:
         return _store(c, dst, r, b"sdiffstore" if diff else b"sunionstore")
     return _bulks_set(c, r.members())
