@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers.aof_util import keyspace
+from helpers.resp_wire import Wire
 from helpers.script import run, words
 
 
@@ -488,3 +489,55 @@ def test_spop_large_count_rebuilds_what_is_left(pair, members: list[str], n: int
         SCARD s
         OBJECT ENCODING s
     """)
+
+
+def test_generic_commands_see_sets(pair23) -> None:
+    """TYPE, SCAN TYPE, COPY (encoding kept), RENAME, OBJECT ENCODING."""
+    run(pair23, """
+        SADD s 3 1 x
+        SADD i 5 4
+        SADD h """ + " ".join("m%d" % i for i in range(130)) + """
+        TYPE s
+        SCAN 0 TYPE set COUNT 100
+        SCAN 0 TYPE zset
+        COPY s d
+        SMEMBERS d
+        OBJECT ENCODING d
+        COPY i d2
+        OBJECT ENCODING d2
+        COPY h d3
+        OBJECT ENCODING d3
+        SCARD d3
+        SADD d x y
+        SMEMBERS s
+        SMEMBERS d
+        RENAME d e
+        SMEMBERS e
+        GET s
+        HSET s f v
+        ZADD s 1 a
+    """)
+
+
+def test_watch_sees_set_writes(pair) -> None:
+    """A write that changes a set aborts a transaction watching it; one that
+    changes nothing (SADD of a member, SREM of a non-member) does not."""
+    others = (Wire(pair.v.port), Wire(pair.t.port))
+    try:
+        run(pair, "SADD s a b")
+        for write, aborted in ((("SADD", "s", "a"), False), (("SREM", "s", "zz"), False),
+                               (("SADD", "s", "c"), True), (("SREM", "s", "c"), True),
+                               (("SPOP", "s", "0"), False), (("SMOVE", "s", "t", "a"), True),
+                               (("SINTERSTORE", "s", "s", "t"), True)):
+            run(pair, """
+                WATCH s
+                MULTI
+                SCARD s
+            """)
+            for w in others:
+                w.call(*write)
+            r = pair.check("EXEC")
+            assert (r == b"*-1\r\n") == aborted, (write, r)
+    finally:
+        for w in others:
+            w.close()
