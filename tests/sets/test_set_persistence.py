@@ -207,6 +207,17 @@ def workload(r: redis.Redis) -> None:
     r.sdiffstore("df", "big", "a")
     r.sadd("t", 5)
     r.pexpire("t", 900_000)
+    # Popped from a script, in a transaction and by a RESP3 client: still SREMs.
+    r.eval("return redis.call('spop', KEYS[1], 2)", 1, "big")
+    r.eval("redis.setresp(3); return redis.call('spop', KEYS[1], 2)", 1, "big")
+    with r.pipeline(transaction=True) as p:
+        p.spop("big")
+        p.spop("big", 2)
+        p.execute()
+    r3 = redis.Redis(port=r.connection_pool.connection_kwargs["port"], protocol=3)
+    r3.spop("big", 4)
+    r3.spop("big")
+    r3.close()
 
 
 def logged(d: str) -> list[list[bytes]]:
