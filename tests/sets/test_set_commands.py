@@ -541,3 +541,32 @@ def test_watch_sees_set_writes(pair) -> None:
     finally:
         for w in others:
             w.close()
+
+
+def _tracked(port: int) -> list[bytes]:
+    """What a RESP3 client tracking a set it read receives while another
+    client writes it (no-op writes included), up to its PING's answer."""
+    a, b = Wire(port), Wire(port)
+    try:
+        a.call("HELLO", "3")
+        a.call("CLIENT", "TRACKING", "ON")
+        frames = []
+        for write in (("SADD", "s", "1"), ("SREM", "s", "zz"), ("SADD", "s", "2"), ("SMEMBERS", "s"),
+                      ("SPOP", "s", "0"), ("SMOVE", "s", "t", "1"), ("SMEMBERS", "s"),
+                      ("SUNIONSTORE", "s", "s", "t")):
+            a.call("SMEMBERS", "s")
+            b.call(*write)
+            a.send_raw(b"*1\r\n$4\r\nPING\r\n")
+            while (f := a.read_reply()) != b"+PONG\r\n":
+                frames.append(f)
+        return frames
+    finally:
+        a.close()
+        b.close()
+
+
+def test_tracking_invalidates_on_set_writes(pair) -> None:
+    run(pair, "SADD s 1")
+    v = _tracked(pair.v.port)
+    assert _tracked(pair.t.port) == v
+    assert len(v) >= 3
