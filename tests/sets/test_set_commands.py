@@ -570,3 +570,20 @@ def test_tracking_invalidates_on_set_writes(pair) -> None:
     v = _tracked(pair.v.port)
     assert _tracked(pair.t.port) == v
     assert len(v) >= 3
+
+
+def test_srandmember_whole_set_in_encoding_order(pair23) -> None:
+    """A count at least the size returns the whole set in its iteration
+    order, which an intset and a listpack define; SPOP of a whole intset
+    answers in numeric order (of a listpack, in hash-table order: not here)."""
+    run(pair23, """
+        SADD i 30 -2 7
+        SRANDMEMBER i 3
+        SRANDMEMBER i 100
+        SADD l c a 5 b
+        SREM l a
+        SRANDMEMBER l 3
+        SRANDMEMBER l 9223372036854775807
+        SPOP i 5
+        EXISTS i
+    """)
