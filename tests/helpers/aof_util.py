@@ -90,6 +90,8 @@ def keyspace(port: int, skip: tuple[bytes, ...] = ()) -> dict[tuple[int, bytes],
                 v = r.zrange(k, 0, -1, withscores=True)
             elif t == b"list":
                 v = r.lrange(k, 0, -1)
+            elif t == b"set":
+                v = sorted(r.smembers(k))
             else:
                 v = t
             out[(i, k)] = (t, v, r.pexpiretime(k))

@@ -21,9 +21,10 @@ from sortedcontainers import SortedList
 from ..protocol.args import Args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
-from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args
+from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
 from ..util.parsing import to_int
+from ..values.set_type import SetValue
 from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
 
@@ -815,11 +816,17 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
     if nkeys > argc - (k + 1):
         raise syntax()
     db = c.db
-    srcs: list[ZSet | None] = []
+    srcs: list[ZSet | _SetInput | None] = []
     for key in argv[k + 1 : k + 1 + nkeys]:
-        srcs.append(db.get_zset(key))
-        if srcs[-1] is None and db.events:
-            db.events.emit(db, b"keymiss", key)
+        v = db.get(key)
+        if v is None:
+            if db.events:
+                db.events.emit(db, b"keymiss", key)
+        elif type(v) is SetValue:
+            v = _SetInput(v)
+        elif type(v) is not ZSet:
+            raise wrongtype()
+        srcs.append(v)
     weights = [1.0] * nkeys
     aggregate = _SUM
     withscores = False
@@ -868,6 +875,19 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
     return _pairs_reply(c, pairs, withscores)
 
 
+class _SetInput:
+    """A set read as a sorted set whose every member scores 1, as Valkey's
+    zunionInterDiffGenericCommand reads a set input."""
+
+    __slots__ = ("scores",)
+
+    def __init__(self, s: SetValue) -> None:
+        self.scores = dict.fromkeys(s.members(), 1.0)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
 def _aggregate(t: float, v: float, how: int) -> float:
     if how == _SUM:
         t += v
@@ -883,7 +903,7 @@ def _weighted(s: float, w: float) -> float:
     return 0.0 if x != x else x
 
 
-def _union(inputs: list[tuple[ZSet | None, float]], how: int) -> dict[bytes, float]:
+def _union(inputs: list[tuple[ZSet | _SetInput | None, float]], how: int) -> dict[bytes, float]:
     acc: dict[bytes, float] = {}
     for zs, w in inputs:
         if not zs:
@@ -895,7 +915,9 @@ def _union(inputs: list[tuple[ZSet | None, float]], how: int) -> dict[bytes, flo
     return acc
 
 
-def _inter(inputs: list[tuple[ZSet | None, float]], how: int, limit: int, card: bool) -> dict[bytes, float] | int:
+def _inter(
+    inputs: list[tuple[ZSet | _SetInput | None, float]], how: int, limit: int, card: bool
+) -> dict[bytes, float] | int:
     first, w0 = inputs[0]
     acc: dict[bytes, float] = {}
     found = 0
@@ -919,7 +941,7 @@ def _inter(inputs: list[tuple[ZSet | None, float]], how: int, limit: int, card: 
     return found if card else acc
 
 
-def _diff(srcs: list[ZSet | None]) -> dict[bytes, float]:
+def _diff(srcs: list[ZSet | _SetInput | None]) -> dict[bytes, float]:
     first = srcs[0]
     if not first:
         return {}

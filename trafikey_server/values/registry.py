@@ -17,10 +17,11 @@ from __future__ import annotations
 from .hash_type import HASH
 from .list_type import LIST
 from .record import ValueType
+from .set_type import SET
 from .string import STRING
 from .zset_type import ZSET
 
-TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET)
+TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET, SET)
 
 BY_CLASS: dict[type, ValueType] = {}
 BY_NAME: dict[bytes, ValueType] = {}

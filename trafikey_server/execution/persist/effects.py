@@ -187,6 +187,31 @@ def _blmove(c: Client, argv: list[bytes], reply: bytes) -> Effects:
 
 def _linsert(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return NOTHING if reply in (_ZERO, b":-1\r\n") else [argv]
+def _bulk_items(reply: bytes) -> list[bytes]:
+    """The bulk strings of a flat array or set reply."""
+    out = []
+    at = reply.index(b"\r\n") + 2
+    while at < len(reply):
+        eol = reply.index(b"\r\n", at)
+        n = int(reply[at + 1:eol])
+        out.append(reply[eol + 2:eol + 2 + n])
+        at = eol + 4 + n
+    return out
+
+
+def _spop(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """SPOP is logged as the SREM of what it popped, in batches of 1024; a
+    count that took the whole set as DEL (UNLINK under lazyfree), as
+    Valkey's spopWithCountCommand propagates it."""
+    if _is_null(reply) or reply in (b"*0\r\n", b"~0\r\n"):
+        return NOTHING
+    key = argv[1]
+    if len(argv) == 2:
+        return [[b"SREM", key, _bulk_items(b"*1\r\n" + reply)[0]]]
+    if key not in c.db.data:
+        return [[b"UNLINK" if c.server.config.values["lazyfree-lazy-server-del"] else b"DEL", key]]
+    popped = _bulk_items(reply)
+    return [[b"SREM", key, *popped[i:i + 1024]] for i in range(0, len(popped), 1024)]
 
 
 RULES: dict[bytes, Rule] = {
@@ -237,6 +262,10 @@ RULES: dict[bytes, Rule] = {
     b"brpoplpush": _blmove,
     b"linsert": _linsert,
     b"lrem": _unless_zero,
+    b"sadd": _unless_zero,
+    b"srem": _unless_zero,
+    b"smove": _unless_zero,
+    b"spop": _spop,
     b"cluster|flushslot": _nothing,
 }
 

@@ -1,0 +1,75 @@
+"""Keyspace events of the set commands, against Valkey: the same replies and
+the same event frames, byte for byte, in RESP2 and RESP3, for every write
+that changes something, every one that does not, and the reads (keymiss).
+
+SPOP steps are chosen so that what is popped is not random (one member, or a
+count that takes the whole set), since the reply is compared too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from helpers.aof_util import keyspace
+from helpers.keyevents import compare, run
+from helpers.resp_wire import Wire
+from helpers.servers import Proc, start_trafikey, start_valkey
+
+SEQUENCE: list[tuple] = [
+    ("SADD", "s", "1", "2", "3"), ("SADD", "s", "1"), ("SADD", "s", "x"), ("SREM", "s", "nope"),
+    ("SREM", "s", "1", "nope"), ("SREM", "nokey", "a"), ("SCARD", "nokey"), ("SISMEMBER", "nokey", "a"),
+    ("SMISMEMBER", "nokey", "a"), ("SMEMBERS", "nokey"), ("SRANDMEMBER", "nokey"), ("SSCAN", "nokey", "0"),
+    ("SCARD", "s"), ("SMEMBERS", "s"),
+    ("SADD", "one", "z"), ("SPOP", "one"), ("SPOP", "nokey"), ("SPOP", "nokey", "2"),
+    ("SADD", "all", "3", "1", "2"), ("SPOP", "all", "0"), ("SPOP", "all", "5"),
+    ("SADD", "a", "1", "2"), ("SMOVE", "a", "b", "1"), ("SMOVE", "a", "b", "nope"), ("SMOVE", "a", "a", "2"),
+    ("SADD", "b", "2"), ("SMOVE", "a", "b", "2"), ("SMOVE", "nokey", "b", "2"),
+    ("SADD", "c", "5", "2", "9"), ("SINTER", "b", "c"), ("SINTER", "b", "nokey"), ("SUNION", "b", "c", "nokey"),
+    ("SDIFF", "c", "b"), ("SINTERCARD", "2", "b", "c"),
+    ("SINTERSTORE", "d", "b", "c"), ("SINTERSTORE", "d", "b", "nokey"), ("SINTERSTORE", "d", "b", "nokey"),
+    ("SUNIONSTORE", "d", "b", "c"), ("SUNIONSTORE", "d", "nokey"), ("SDIFFSTORE", "d", "c", "b"),
+    ("SDIFFSTORE", "d", "b", "c"), ("SDIFFSTORE", "d", "b", "c"), ("SET", "str", "v"), ("SADD", "str", "a"),
+    ("SUNIONSTORE", "str", "c"), ("TYPE", "str"), ("SREM", "c", "5", "2", "9", "x"), ("EXISTS", "c"),
+]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[Proc, Proc]]:
+    v = start_valkey("--enable-debug-command", "yes")
+    try:
+        t = start_trafikey("--enable-debug-command", "yes")
+    except Exception:
+        v.stop()
+        raise
+    yield v, t
+    v.stop()
+    t.stop()
+
+
+def _prepare(port: int, flags: str) -> None:
+    w = Wire(port)
+    assert w.call("FLUSHALL") == b"+OK\r\n"
+    assert w.call("CONFIG", "SET", "notify-keyspace-events", flags) == b"+OK\r\n"
+    w.close()
+
+
+@pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
+def test_set_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
+    streams = []
+    for p in servers:
+        _prepare(p.port, "AKEm")
+        streams.append(run(p.port, SEQUENCE, proto))
+    compare(*streams)
+    assert sum(len(e) for _, _, e in streams[0]) > 60
+    assert keyspace(servers[0].port) == keyspace(servers[1].port)
+
+
+@pytest.mark.parametrize("flags", ["Ks", "Es", "Eg", "KEg$"])
+def test_set_class_flag(servers: tuple[Proc, Proc], flags: str) -> None:
+    """Set events belong to the ``s`` class; ``del`` to ``g``."""
+    streams = []
+    for p in servers:
+        _prepare(p.port, flags)
+        streams.append(run(p.port, SEQUENCE[:25], 2))
+    compare(*streams)

@@ -1,0 +1,280 @@
+"""The set type: its class and its record (see ``record.py``).
+
+A ``SetValue`` is a dict of member -> None with Valkey's encoding beside it
+(``enc``): ``INTSET`` while every member is an integer Valkey's string2ll
+accepts and there are at most set-max-intset-entries of them, ``LISTPACK``
+while small, ``HASHTABLE`` after. The moves are t_set.c's and one-way except
+that an intset can become a listpack. The order a reply shows follows the
+encoding: an intset answers in numeric order (``members`` sorts), a listpack
+in insertion order with a removal closing its gap (a dict's own order; an
+intset turning into a listpack is rebuilt in numeric order first, as Valkey
+copies it). A hashtable's order is Valkey's hash table's and cannot match.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.rdbformat import (
+    LISTPACK_SAFE,
+    T_SET,
+    RdbError,
+    encode_len,
+    encode_string,
+    listpack_entries,
+)
+from ..util.parsing import to_int
+from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
+
+if TYPE_CHECKING:
+    from ..keyspace.db import Db
+    from ..protocol.rdbformat import Reader
+
+INTSET, LISTPACK, HASHTABLE = 0, 1, 2
+T_SET_INTSET, T_SET_LISTPACK = 11, 20
+_NAMES = (b"intset", b"listpack", b"hashtable")
+
+
+class SetValue(dict):  # type: ignore[type-arg]
+    """A set: member -> None, in the order a listpack keeps; ``enc`` is
+    Valkey's encoding (INTSET, LISTPACK, HASHTABLE)."""
+
+    __slots__ = ("enc",)
+
+    def __init__(self, enc: int = INTSET) -> None:
+        super().__init__()
+        self.enc = enc
+
+    def members(self) -> list[bytes]:
+        """The members in the order Valkey's iterator gives them (numeric
+        for an intset)."""
+        if self.enc == INTSET:
+            return sorted(self, key=int)
+        return list(self)
+
+
+def intset_max(limits: tuple[int, int, int]) -> int:
+    """intsetMaxEntries: the configured bound, capped at 2**30."""
+    return min(limits[0], 1 << 30)
+
+
+def create(first: bytes, hint: int, limits: tuple[int, int, int]) -> SetValue:
+    """setTypeCreate: the encoding a new set starts in, from its first
+    member and the number of members about to be added."""
+    if to_int(first) is not None and hint <= limits[0]:
+        return SetValue(INTSET)
+    if hint <= limits[1]:
+        return SetValue(LISTPACK)
+    return SetValue(HASHTABLE)
+
+
+def maybe_convert(s: SetValue, hint: int, limits: tuple[int, int, int]) -> None:
+    """setTypeMaybeConvert, before adding ``hint`` members."""
+    if (s.enc == LISTPACK and hint > limits[1]) or (s.enc == INTSET and hint > limits[0]):
+        s.enc = HASHTABLE
+
+
+def _to_listpack(s: SetValue) -> None:
+    """An intset becoming a listpack: the listpack holds the numeric order."""
+    ordered = sorted(s, key=int)
+    s.clear()
+    s.update(dict.fromkeys(ordered))
+    s.enc = LISTPACK
+
+
+def add(s: SetValue, m: bytes, limits: tuple[int, int, int]) -> bool:
+    """setTypeAdd: True if m was not a member."""
+    if m in s:
+        return False
+    enc = s.enc
+    if enc == HASHTABLE:
+        s[m] = None
+    elif enc == LISTPACK:
+        if len(s) < limits[1] and len(m) <= limits[2]:
+            s[m] = None
+        else:
+            s.enc = HASHTABLE
+            s[m] = None
+    elif to_int(m) is not None:
+        s[m] = None
+        if len(s) > intset_max(limits):
+            s.enc = HASHTABLE
+    else:
+        maxlen = max((len(x) for x in s), default=0)
+        if len(s) < limits[1] and len(m) <= limits[2] and maxlen <= limits[2]:
+            _to_listpack(s)
+        else:
+            s.enc = HASHTABLE
+        s[m] = None
+    return True
+
+
+def all_ints(s: Iterable[bytes]) -> bool:
+    return all(to_int(m) is not None for m in s)
+
+
+def maybe_to_intset(s: SetValue, limits: tuple[int, int, int]) -> None:
+    """maybeConvertToIntset, for a result whose members are all integers."""
+    if s.enc != INTSET and len(s) <= intset_max(limits):
+        s.enc = INTSET
+
+
+def limits_of(server: Any) -> tuple[int, int, int]:
+    """(set-max-intset-entries, set-max-listpack-entries, -value)."""
+    entries, value = server.set_limits
+    return (server.config.values["set-max-intset-entries"], entries, value)
+
+
+# -- the record -----------------------------------------------------------------------
+
+
+def _encoding(db: Db, key: bytes, v: SetValue) -> bytes:
+    return _NAMES[v.enc]
+
+
+def _copy(v: SetValue) -> SetValue:
+    s = SetValue(v.enc)
+    s.update(v)
+    return s
+
+
+def _memory(v: SetValue, samples: int) -> int:
+    if v.enc == INTSET:
+        width = max((_width(int(m)) for m in v), default=2)
+        return alloc_size(8 + width * len(v))
+    if v.enc == LISTPACK:
+        return alloc_size(7 + sum(len(m) + 2 for m in v))
+    members = list(v)[:samples]
+    per = sum(alloc_size(sds_size(len(m))) + 8 for m in members) / max(len(members), 1)
+    return 64 + int(per * len(v))
+
+
+def _digest(v: SetValue) -> bytes:
+    return b"s" + b"\0".join(sorted(v))
+
+
+def _width(n: int) -> int:
+    return 2 if -(2**15) <= n < 2**15 else 4 if -(2**31) <= n < 2**31 else 8
+
+
+def _intset_blob(v: SetValue) -> bytes:
+    nums = sorted(int(m) for m in v)
+    width = max((_width(n) for n in nums), default=2)
+    fmt = {2: "<h", 4: "<i", 8: "<q"}[width]
+    return struct.pack("<II", width, len(nums)) + b"".join(struct.pack(fmt, n) for n in nums)
+
+
+def _backlen(n: int) -> bytes:
+    """A listpack entry's back length: 7 bits a byte, highest first, every
+    byte after the first flagged (lpEncodeBacklen)."""
+    groups = [n & 127]
+    n >>= 7
+    while n:
+        groups.append(n & 127)
+        n >>= 7
+    groups.reverse()
+    return bytes([groups[0]] + [g | 128 for g in groups[1:]])
+
+
+def _listpack_blob(members: Iterable[bytes]) -> bytes:
+    body = bytearray()
+    count = 0
+    for m in members:
+        n = len(m)
+        if n < 64:
+            entry = bytes([0x80 | n]) + m
+        elif n < 4096:
+            entry = bytes([0xE0 | (n >> 8), n & 0xFF]) + m
+        else:
+            entry = b"\xf0" + n.to_bytes(4, "little") + m
+        body += entry + _backlen(len(entry))
+        count += 1
+    total = 6 + len(body) + 1
+    return total.to_bytes(4, "little") + min(count, 65535).to_bytes(2, "little") + bytes(body) + b"\xff"
+
+
+def _rdb_save(v: SetValue) -> tuple[int, bytes]:
+    if v.enc == INTSET:
+        return T_SET_INTSET, encode_string(_intset_blob(v))
+    if v.enc == LISTPACK:
+        return T_SET_LISTPACK, encode_string(_listpack_blob(v))
+    return T_SET, encode_len(len(v)) + b"".join(encode_string(m) for m in v)
+
+
+def _intset_members(blob: bytes, key: bytes) -> list[bytes]:
+    if len(blob) < 8:
+        raise RdbError(f"key {key!r}: intset shorter than its header")
+    width, n = struct.unpack_from("<II", blob)
+    if width not in (2, 4, 8) or len(blob) != 8 + width * n:
+        raise RdbError(f"key {key!r}: intset integrity check failed")
+    fmt = {2: "h", 4: "i", 8: "q"}[width]
+    nums = struct.unpack_from("<%d%s" % (n, fmt), blob, 8)
+    if any(a >= b for a, b in pairwise(nums)):
+        raise RdbError(f"key {key!r}: intset integrity check failed")
+    return [b"%d" % x for x in nums]
+
+
+def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> SetValue | None:
+    limits = limits_of(server)
+    if t == T_SET:
+        n = r.plain_len()
+        if n == 0:
+            return None
+        s = SetValue(HASHTABLE if n > intset_max(limits) else INTSET)
+        maxlen = total = 0
+        for _ in range(n):
+            m = r.string()
+            maxlen = max(maxlen, len(m))
+            total += len(m)
+            if s.enc == INTSET and to_int(m) is None:
+                if len(s) < limits[1] and maxlen <= limits[2] and total < LISTPACK_SAFE:
+                    _to_listpack(s)
+                else:
+                    s.enc = HASHTABLE
+            if s.enc == LISTPACK and not (len(s) < limits[1] and len(m) <= limits[2]):
+                s.enc = HASHTABLE
+            if m in s:
+                raise RdbError(f"key {key!r}: duplicate set members detected")
+            s[m] = None
+        return s
+    if t == T_SET_INTSET:
+        s = SetValue(INTSET)
+        s.update(dict.fromkeys(_intset_members(r.string(), key)))
+        if len(s) > limits[0]:
+            s.enc = HASHTABLE
+        return s if s else None
+    items = listpack_entries(r.string())
+    s = SetValue(LISTPACK)
+    s.update(dict.fromkeys(items))
+    if len(s) != len(items):
+        raise RdbError(f"key {key!r}: set listpack has duplicate members")
+    if not s:
+        return None
+    if len(s) > limits[1]:
+        s.enc = HASHTABLE
+    return s
+
+
+def _aof_rewrite(key: bytes, v: SetValue) -> Iterator[list[bytes]]:
+    items = v.members()
+    for i in range(0, len(items), ITEMS_PER_CMD):
+        yield [b"SADD", key, *items[i:i + ITEMS_PER_CMD]]
+
+
+SET = ValueType(
+    name=b"set",
+    classes=(SetValue,),
+    encodings=_NAMES,
+    encoding=_encoding,
+    copy=_copy,
+    memory=_memory,
+    digest=_digest,
+    rdb_save=_rdb_save,
+    rdb_types=(T_SET, T_SET_INTSET, T_SET_LISTPACK),
+    rdb_load=_rdb_load,
+    aof_rewrite=_aof_rewrite,
+    listpack_limits=("set_limits", "set-max-listpack-entries", "set-max-listpack-value"),
+)
