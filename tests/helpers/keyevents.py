@@ -114,3 +114,17 @@ def keyspace(port: int, dbs: tuple[int, ...] = (0, 1)) -> dict[int, Any]:
             r.close()
         out[n] = (data, ttls)
     return out
+
+
+def streams_with_flags(ports: tuple[int, ...], flags: str, steps: list[tuple], proto: int) -> list[list]:
+    """Each server flushed, ``notify-keyspace-events`` set to ``flags``, then
+    ``steps`` run with a subscriber listening: one event stream per port,
+    ready for ``compare``."""
+    out = []
+    for port in ports:
+        w = Wire(port)
+        assert w.call("FLUSHALL") == b"+OK\r\n"
+        assert w.call("CONFIG", "SET", "notify-keyspace-events", flags) == b"+OK\r\n"
+        w.close()
+        out.append(run(port, steps, proto))
+    return out

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, keyspace, run
-from helpers.resp_wire import Wire
+from helpers.keyevents import compare, keyspace, streams_with_flags
 from helpers.servers import Proc, own_pair
 
 SEQUENCE = [
@@ -43,19 +42,9 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
         yield pair
 
 
-def _prepare(port: int, flags: str) -> None:
-    w = Wire(port)
-    assert w.call("FLUSHALL") == b"+OK\r\n"
-    assert w.call("CONFIG", "SET", "notify-keyspace-events", flags) == b"+OK\r\n"
-    w.close()
-
-
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_list_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
-    streams = []
-    for p in servers:
-        _prepare(p.port, "AKEnm")
-        streams.append(run(p.port, SEQUENCE, proto))
+    streams = streams_with_flags((servers[0].port, servers[1].port), "AKEnm", SEQUENCE, proto)
     compare(*streams)
     assert sum(len(e) for _, _, e in streams[0]) > 100
     assert keyspace(servers[0].port) == keyspace(servers[1].port)
@@ -63,8 +52,5 @@ def test_list_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> Non
 
 @pytest.mark.parametrize("flags", ["Kl", "El", "Eg", "KEA"])
 def test_list_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
-    streams = []
-    for p in servers:
-        _prepare(p.port, flags)
-        streams.append(run(p.port, SEQUENCE, 2))
+    streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE, 2)
     compare(*streams)

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.aof_util import keyspace
-from helpers.keyevents import compare, run
-from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.keyevents import compare, streams_with_flags
+from helpers.servers import Proc, own_pair
 
 SEQUENCE: list[tuple] = [
     ("SADD", "s", "1", "2", "3"), ("SADD", "s", "1"), ("SADD", "s", "x"), ("SREM", "s", "nope"),
@@ -36,30 +35,13 @@ SEQUENCE: list[tuple] = [
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v = start_valkey("--enable-debug-command", "yes")
-    try:
-        t = start_trafikey("--enable-debug-command", "yes")
-    except Exception:
-        v.stop()
-        raise
-    yield v, t
-    v.stop()
-    t.stop()
-
-
-def _prepare(port: int, flags: str) -> None:
-    w = Wire(port)
-    assert w.call("FLUSHALL") == b"+OK\r\n"
-    assert w.call("CONFIG", "SET", "notify-keyspace-events", flags) == b"+OK\r\n"
-    w.close()
+    with own_pair(("--enable-debug-command", "yes"), ("--enable-debug-command", "yes")) as pair:
+        yield pair
 
 
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_set_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
-    streams = []
-    for p in servers:
-        _prepare(p.port, "AKEm")
-        streams.append(run(p.port, SEQUENCE, proto))
+    streams = streams_with_flags((servers[0].port, servers[1].port), "AKEm", SEQUENCE, proto)
     compare(*streams)
     assert sum(len(e) for _, _, e in streams[0]) > 60
     assert keyspace(servers[0].port) == keyspace(servers[1].port)
@@ -68,8 +50,5 @@ def test_set_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None
 @pytest.mark.parametrize("flags", ["Ks", "Es", "Eg", "KEg$"])
 def test_set_class_flag(servers: tuple[Proc, Proc], flags: str) -> None:
     """Set events belong to the ``s`` class; ``del`` to ``g``."""
-    streams = []
-    for p in servers:
-        _prepare(p.port, flags)
-        streams.append(run(p.port, SEQUENCE[:25], 2))
+    streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE[:25], 2)
     compare(*streams)
