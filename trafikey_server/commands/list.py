@@ -23,7 +23,7 @@ from ..protocol.args import word
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_integer, syntax, wrong_args, wrongtype
-from ..util.parsing import to_int
+from ..util.parsing import index_span, to_int
 from ..values.list_type import List, entry_size, grow, shrink
 
 if TYPE_CHECKING:
@@ -102,17 +102,8 @@ def _removed(c: Client, key: bytes, lst: List, where: int) -> None:
 
 def _span(n: int, start: int, end: int) -> tuple[int, int]:
     """A [start, end] request as Valkey clamps it: (first index, count)."""
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
-        return 0, 0
-    if end >= n:
-        end = n - 1
-    return start, end - start + 1
+    first, stop = index_span(n, start, end)
+    return first, stop - first
 
 
 def _range(lst: List, start: int, count: int) -> list[bytes]:

@@ -23,7 +23,7 @@ from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, intege
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
-from ..util.parsing import to_int
+from ..util.parsing import index_span, to_int
 from ..values.set_type import SetValue
 from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
@@ -438,7 +438,7 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
             c.db.events.emit(c.db, b"keymiss", argv[k])
         return EMPTY_ARRAY if dst is None else _store_range(c, dst, [], False)
     if kind == _RANK:
-        lo, hi = _rank_span(len(zs), start, end)
+        lo, hi = index_span(len(zs), start, end)
         if reverse:
             # Ranks count from the top: rank r is index n - 1 - r.
             lo, hi = len(zs) - hi, len(zs) - lo
@@ -452,21 +452,6 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
     if dst is not None:
         return _store_range(c, dst, pairs, kind == _RANK)
     return _pairs_reply(c, pairs, withscores)
-
-
-def _rank_span(n: int, start: int, end: int) -> tuple[int, int]:
-    """Index interval for ranks start..end (negative counts from the end)."""
-    if start < 0:
-        start += n
-    if end < 0:
-        end += n
-    if start < 0:
-        start = 0
-    if start > end or start >= n:
-        return 0, 0
-    if end >= n:
-        end = n - 1
-    return start, end + 1
 
 
 def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized: bool) -> bytes:
@@ -522,7 +507,7 @@ def zremrangebyrank(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
     if zs is None:
         return ZERO
-    lo, hi = _rank_span(len(zs), start, end)
+    lo, hi = index_span(len(zs), start, end)
     return _remove_span(c, argv[1], zs, lo, hi, b"zremrangebyrank")
 
 

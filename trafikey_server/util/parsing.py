@@ -42,3 +42,21 @@ def parse_int(b: bytes, err: bytes | None = None) -> int:
     if v is None:
         raise CommandError(err) if err is not None else not_integer()
     return v
+
+
+def index_span(n: int, start: int, end: int) -> tuple[int, int]:
+    """An inclusive ``start``..``end`` index request over ``n`` elements
+    (negative indexes count from the end), clamped as Valkey's range
+    commands clamp it (LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK ...): the
+    half-open ``(first, stop)``, ``(0, 0)`` when nothing is in range."""
+    if start < 0:
+        start += n
+    if end < 0:
+        end += n
+    if start < 0:
+        start = 0
+    if start > end or start >= n:
+        return 0, 0
+    if end >= n:
+        end = n - 1
+    return start, end + 1
