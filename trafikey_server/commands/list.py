@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import mpop_args, word
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
-from ..util.errors import CommandError, not_integer, syntax, wrong_args, wrongtype
-from ..util.parsing import index_span, to_int
+from ..util.errors import CommandError, syntax, wrong_args, wrongtype
+from ..util.parsing import index_span, parse_int, to_int
 from ..values.list_type import List, entry_size, grow, shrink
 
 if TYPE_CHECKING:
@@ -44,13 +44,6 @@ def _get(db: Db, key: bytes) -> List | None:
     if v is None or type(v) is List:
         return v
     raise wrongtype()
-
-
-def _long(b: bytes) -> int:
-    v = to_int(b)
-    if v is None:
-        raise not_integer()
-    return v
 
 
 def _ranged(b: bytes, lo: int, hi: int, msg: bytes | None) -> int:
@@ -168,7 +161,7 @@ def lindex(c: Client, argv: list[bytes]) -> bytes:
     if lst is None:
         _emit(c.db, b"keymiss", argv[1])
         return c.r.null
-    i = _long(argv[2])
+    i = parse_int(argv[2])
     n = len(lst)
     if i < 0:
         i += n
@@ -178,8 +171,8 @@ def lindex(c: Client, argv: list[bytes]) -> bytes:
 
 
 def lrange(c: Client, argv: list[bytes]) -> bytes:
-    start = _long(argv[2])
-    end = _long(argv[3])
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
     lst = _get(c.db, argv[1])
     if lst is None:
         _emit(c.db, b"keymiss", argv[1])
@@ -245,7 +238,7 @@ def lset(c: Client, argv: list[bytes]) -> bytes:
     lst = _get(db, key)
     if lst is None:
         raise _NO_SUCH_KEY
-    i = _long(argv[2])
+    i = parse_int(argv[2])
     value = argv[3]
     fill = _fill(c)
     grow(lst, fill, (value,), 1)
@@ -333,8 +326,8 @@ def lrem(c: Client, argv: list[bytes]) -> bytes:
 
 
 def ltrim(c: Client, argv: list[bytes]) -> bytes:
-    start = _long(argv[2])
-    end = _long(argv[3])
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
     key = argv[1]
     db = c.db
     lst = _get(db, key)
@@ -402,22 +395,8 @@ def _pop_with_key(c: Client, key: bytes, lst: List, where: int, count: int) -> b
 
 
 def _mpop_args(argv: list[bytes], numkeys_at: int) -> tuple[list[bytes], int, int]:
-    numkeys = _ranged(argv[numkeys_at], 1, _LONG_MAX, b"ERR numkeys should be greater than 0")
-    where_at = numkeys_at + numkeys + 1
-    if where_at >= len(argv):
-        raise syntax()
-    where = _where(argv[where_at])
-    count = -1
-    n = len(argv)
-    j = where_at + 1
-    while j < n:
-        if count == -1 and word(argv[j]) == b"count" and n - 1 - j:
-            j += 1
-            count = _ranged(argv[j], 1, _LONG_MAX, b"ERR count should be greater than 0")
-        else:
-            raise syntax()
-        j += 1
-    return argv[numkeys_at + 1:where_at], where, 1 if count == -1 else count
+    keys, right, count = mpop_args(argv, numkeys_at, (b"left", b"right"))
+    return keys, TAIL if right else HEAD, count
 
 
 def lmpop(c: Client, argv: list[bytes]) -> bytes:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from ..protocol.args import Args
+from ..protocol.args import mpop_args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args, wrongtype
@@ -618,33 +618,11 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     return b"".join(out)
 
 
-def _mpop_args(argv: list[bytes], numkeys_at: int) -> tuple[list[bytes], bool, int]:
-    """ZMPOP / BZMPOP's numkeys, keys, MIN|MAX and COUNT, in Valkey's order."""
-    a = Args(argv, numkeys_at)
-    numkeys = a.count(1, b"ERR numkeys should be greater than 0")
-    where_at = numkeys_at + numkeys + 1
-    if where_at >= len(argv):
-        raise syntax()
-    a.pos = where_at
-    where = a.word()
-    if where == b"min":
-        top = False
-    elif where == b"max":
-        top = True
-    else:
-        raise syntax()
-    count = -1
-    while a:
-        if count == -1 and a.peek_word() == b"count" and a.left() > 1:
-            a.pos += 1
-            count = a.count(1, b"ERR count should be greater than 0")
-        else:
-            raise syntax()
-    return argv[numkeys_at + 1:where_at], top, 1 if count == -1 else count
+_MIN_MAX = (b"min", b"max")
 
 
 def zmpop(c: Client, argv: list[bytes]) -> bytes:
-    keys, top, count = _mpop_args(argv, 1)
+    keys, top, count = mpop_args(argv, 1, _MIN_MAX)
     db = c.db
     for key in keys:
         zs = db.get_zset(key)  # the first key that exists decides, even a wrong type
@@ -662,7 +640,7 @@ def bzpopmax(c: Client, argv: list[bytes]) -> bytes:
 
 
 def bzmpop(c: Client, argv: list[bytes]) -> bytes:
-    keys, top, count = _mpop_args(argv, 2)
+    keys, top, count = mpop_args(argv, 2, _MIN_MAX)
     return _bzpop(c, keys, top, parse_timeout(c, argv[1]), count, True)
 
 

@@ -84,3 +84,27 @@ class Args:
         if v is None or v < lo:
             raise CommandError(err)
         return v
+
+
+def mpop_args(argv: list[bytes], numkeys_at: int, ends: tuple[bytes, bytes]) -> tuple[list[bytes], bool, int]:
+    """The arguments LMPOP, BLMPOP, ZMPOP and BZMPOP share, read in Valkey's
+    order: numkeys, the keys, one of the two ``ends`` words (LEFT|RIGHT,
+    MIN|MAX) and an optional COUNT. Answers the keys, whether the second
+    end was named, and the count (1 when not given)."""
+    a = Args(argv, numkeys_at)
+    numkeys = a.count(1, b"ERR numkeys should be greater than 0")
+    where_at = numkeys_at + numkeys + 1
+    if where_at >= len(argv):
+        raise syntax()
+    a.pos = where_at
+    end = a.word()
+    if end not in ends:
+        raise syntax()
+    count = -1
+    while a:
+        if count == -1 and a.peek_word() == b"count" and a.left() > 1:
+            a.pos += 1
+            count = a.count(1, b"ERR count should be greater than 0")
+        else:
+            raise syntax()
+    return argv[numkeys_at + 1:where_at], end == ends[1], 1 if count == -1 else count
