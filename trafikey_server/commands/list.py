@@ -82,14 +82,21 @@ def _emit(db: Db, event: bytes, key: bytes) -> None:
 def _removed(c: Client, key: bytes, lst: List, where: int) -> None:
     """listElementsRemoved: the pop's event, then the key's deletion or
     the shrinking conversion."""
+    _emit(c.db, b"lpop" if where == HEAD else b"rpop", key)
+    _settle(c, key, lst, True)
+
+
+def _settle(c: Client, key: bytes, lst: List, changed: bool) -> None:
+    """After elements left a list: an empty list's key goes (with ``del``),
+    a smaller one may convert back to listpack and, when ``changed``, tells
+    WATCH and tracking."""
     db = c.db
-    _emit(db, b"lpop" if where == HEAD else b"rpop", key)
     if not lst:
         db.delete(key)
         _emit(db, b"del", key)
     else:
         shrink(lst, _fill(c))
-        if db.signalled:
+        if changed and db.signalled:
             db.touch(key)
 
 
@@ -315,13 +322,7 @@ def lrem(c: Client, argv: list[bytes]) -> bytes:
         lst.extend(kept)
         lst.removed_at(positions, entry_size(obj))
         _emit(db, b"lrem", key)
-        if not lst:
-            db.delete(key)
-            _emit(db, b"del", key)
-        else:
-            shrink(lst, _fill(c))
-            if db.signalled:
-                db.touch(key)
+        _settle(c, key, lst, True)
     return integer(removed)
 
 
@@ -340,15 +341,9 @@ def ltrim(c: Client, argv: list[bytes]) -> bytes:
     lst.take(ltrim_n, True)
     lst.take(rtrim, False)
     _emit(db, b"ltrim", key)
-    if not lst:
-        db.delete(key)
-        _emit(db, b"del", key)
-    else:
-        shrink(lst, _fill(c))
-        # Valkey 9.1 emits the event even when nothing went, but a WATCH
-        # of the key stays clean then.
-        if db.signalled and ltrim_n + rtrim:
-            db.touch(key)
+    # Valkey 9.1 emits the event even when nothing went, but a WATCH of the
+    # key stays clean then.
+    _settle(c, key, lst, bool(ltrim_n + rtrim))
     return OK
 
 
