@@ -21,9 +21,9 @@ from sortedcontainers import SortedList
 from ..protocol.args import mpop_args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
-from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args, wrongtype
+from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
-from ..util.parsing import index_span, to_int
+from ..util.parsing import index_span, parse_int, to_int
 from ..values.set_type import SetValue
 from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
@@ -103,13 +103,6 @@ def parse_lex_range(lo: bytes, hi: bytes) -> tuple[LexBound, LexBound]:
     if a is None or b is None:
         raise CommandError(LEX_RANGE_ERR)
     return a, b
-
-
-def _long(b: bytes) -> int:
-    v = to_int(b)
-    if v is None:
-        raise not_integer()
-    return v
 
 
 def _positive(b: bytes, msg: bytes = b"ERR value is out of range, must be positive") -> int:
@@ -404,8 +397,8 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
         if dst is None and opt == b"withscores":
             withscores = True
         elif opt == b"limit" and n - j - 1 >= 2:
-            offset = _long(argv[j + 1])
-            count = _long(argv[j + 2])
+            offset = parse_int(argv[j + 1])
+            count = parse_int(argv[j + 2])
             j += 2
         elif reverse is None and opt == b"rev":
             reverse = True
@@ -427,7 +420,7 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
     if reverse and kind != _RANK:
         a, b = b, a
     if kind == _RANK:
-        start, end = _long(a), _long(b)
+        start, end = parse_int(a), parse_int(b)
     elif kind == _SCORE:
         srange = parse_score_range(a, b)
     else:
@@ -503,7 +496,7 @@ def zrem(c: Client, argv: list[bytes]) -> bytes:
 
 
 def zremrangebyrank(c: Client, argv: list[bytes]) -> bytes:
-    start, end = _long(argv[2]), _long(argv[3])
+    start, end = parse_int(argv[2]), parse_int(argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
         return ZERO
@@ -771,7 +764,7 @@ def zintercard(c: Client, argv: list[bytes]) -> bytes:
 def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, card: bool = False) -> bytes:
     """Valkey's zunionInterDiffGenericCommand, check for check: numkeys,
     then every key's type, then the options."""
-    nkeys = _long(argv[k])
+    nkeys = parse_int(argv[k])
     if nkeys < 1:
         name = argv[0].lower().decode(errors="replace")
         raise CommandError(f"ERR at least 1 input key is needed for '{name}' command")
