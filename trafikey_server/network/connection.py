@@ -272,6 +272,22 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
         self.server.pause.hold(self)
 
+    def _rerun(self, c: Client, req: list[bytes]) -> list[bytes] | None:
+        """Run a held request again: its reply and the frames pushed to the
+        client while it ran (``c.out`` still collecting), or None when it is
+        held again (blocked again keeping its deadline, or paused)."""
+        c.out = out = []
+        reply = execute(c, req)
+        if reply is POSTPONED:
+            c.out = None
+            self._hold(req)
+            return None
+        out.append(reply)
+        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
+            out += c.pushed
+            c.pushed = None
+        return out
+
     def resume(self) -> None:
         """The pause ended: run the held request, then the rest of what was
         already read, then the reads that came meanwhile."""
@@ -279,17 +295,9 @@ class Connection(asyncio.Protocol):
         req, self.held = self.held, None
         if c is None or req is None or c.closing:
             return
-        c.out = out = []
-        reply = execute(c, req)
-        if reply is POSTPONED:
-            self._hold(req)
-            c.out = None
-            return
-        out.append(reply)
-        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
-            out += c.pushed
-            c.pushed = None
-        self._continue(out)
+        out = self._rerun(c, req)
+        if out is not None:
+            self._continue(out)
 
     def run_unblocked(self) -> None:
         """A key the held request waits for is ready: run it again now, as
@@ -299,16 +307,10 @@ class Connection(asyncio.Protocol):
         req, self.held = self.held, None
         if c is None or req is None or c.closing:
             return
-        c.out = out = []
-        reply = execute(c, req)
-        c.out = None
-        if reply is POSTPONED:
-            self._hold(req)  # blocked again (keeping its deadline), or paused
+        out = self._rerun(c, req)
+        if out is None:
             return
-        out.append(reply)
-        if c.pushed is not None:  # frames pushed to c while it ran: after its reply
-            out += c.pushed
-            c.pushed = None
+        c.out = None
         self._send(c, out)
         self._later()
 
