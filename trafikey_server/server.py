@@ -120,6 +120,7 @@ class Server:
         self.observe_us = 1 << 62
         self.observer = Observer(self)
         self.pause = Pause(self)
+        self.pause.script_writes = self.scripting.may_write
         self.pubsub = PubSub(self)
         # Client-side caching: the tracking table and BCAST prefixes.
         self.tracking = Tracking(self)

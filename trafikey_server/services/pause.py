@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .limits import apply_maxmemory
@@ -43,6 +44,10 @@ class Pause:
         self.all = False
         self.timer: asyncio.TimerHandle | None = None
         self.waiting: list[Connection] = []
+        # Whether a script command writes, judged from the script's flags
+        # (None: its flags do not say). The scripting engine sits above this
+        # layer, so it hands the judgement in when the server is built.
+        self.script_writes: Callable[[bytes, list[bytes]], bool | None] = lambda name, argv: None
 
     def start(self, ms: int, pause_all: bool) -> None:
         """Valkey's pauseClientsByClient: a later end wins, and ALL is kept
@@ -100,7 +105,7 @@ class Pause:
         place of EVAL's and FCALL's own (getCommandFlags)."""
         name = (cmd.parent or cmd).bname
         if name in _SCRIPTS:
-            w = self.server.scripting.may_write(name, argv)
+            w = self.script_writes(name, argv)
             if w is not None:
                 return w
         return cmd.write or cmd.may_replicate
