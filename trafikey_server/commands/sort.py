@@ -5,8 +5,8 @@ matched only when enough arguments follow it (else it is a syntax error),
 BY and GET are refused on the spot under cluster slot checks or limited
 key permissions, and the key's type is checked only after all of that.
 
-What is sorted, and by what, follows sortCompare: numbers from ``strtod``
-(ties broken by comparing the elements' bytes), or with ALPHA the bytes,
+What is sorted, and by what, follows sortCompare: numbers read as Valkey
+reads a score, up to a NUL (ties broken by comparing the elements' bytes), or with ALPHA the bytes,
 compared as ``strcoll`` compares C strings (up to a NUL; the C locale's
 order is the bytes') unless STORE is given, when whole values are
 compared. Equal weights under ALPHA keep the order the elements were
@@ -25,9 +25,6 @@ encoding (Valkey converts it before reading it), SORT_RO included.
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
-from fractions import Fraction
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -35,6 +32,7 @@ from ..protocol.args import word
 from ..protocol.resp import array_header, integer
 from ..services.acl import READ
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
+from ..util.floats import parse_double
 from ..util.parsing import to_int
 from ..util.slots import keyslot, pattern_slot
 from ..values.hash import Hash
@@ -54,12 +52,6 @@ _BY_ACL = b"ERR BY option of SORT denied due to insufficient ACL permissions."
 _GET_ACL = b"ERR GET option of SORT denied due to insufficient ACL permissions."
 _NOT_DOUBLE = b"ERR One or more scores can't be converted into double"
 
-# The whole of what glibc's strtod reads as a number (after leading spaces).
-_DECIMAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_HEX = re.compile(rb"([+-]?)0[xX]([0-9a-fA-F]*)\.?([0-9a-fA-F]*)(?:[pP]([+-]?[0-9]+))?")
-_INFINITY = re.compile(rb"[+-]?(?:inf|infinity)", re.IGNORECASE)
-_C_SPACE = b" \t\n\v\f\r"
-_DBL_MIN = 2.2250738585072014e-308
 
 
 def _cstr(b: bytes) -> bytes:
@@ -69,40 +61,14 @@ def _cstr(b: bytes) -> bytes:
 
 
 def _weight(b: bytes) -> float | None:
-    """A numeric weight as SORT reads it: glibc ``strtod`` over the C
-    string, which must consume all of it, without a range error and not
-    NaN; None when Valkey refuses it. An empty string converts nothing and
-    ends at its terminator, so it weighs 0."""
+    """A numeric weight as SORT reads it: Valkey's strtod (fast_float)
+    over the C string, which must consume all of it, without a range error
+    and not NaN; None when Valkey refuses it. That is a score's syntax
+    (no spaces, no hex, not empty), cut at the first NUL."""
     s = _cstr(b)
     if s.isdigit() and len(s) < 16:
         return float(int(s))
-    if not s:
-        return 0.0
-    body = s.lstrip(_C_SPACE)
-    if _DECIMAL.fullmatch(body):
-        x = float(body)
-        if x in (float("inf"), float("-inf")):
-            return None  # overflow: ERANGE
-        if abs(x) < _DBL_MIN and Decimal(body.decode()) != Decimal(x):
-            return None  # an inexact underflow: ERANGE
-        return x
-    m = _HEX.fullmatch(body)
-    if m is not None:
-        _, whole, frac, exp = m.groups()
-        if not whole and not frac:
-            return None  # "0x" alone: strtod stops after the "0"
-        try:
-            x = float.fromhex(body.decode())
-        except OverflowError:
-            return None
-        if abs(x) < _DBL_MIN:
-            exact = Fraction(int(whole + frac, 16)) * Fraction(2) ** (int(exp or b"0") - 4 * len(frac))
-            if Fraction(abs(x)) != exact:
-                return None
-        return x
-    if _INFINITY.fullmatch(body):
-        return float("-inf") if body[:1] == b"-" else float("inf")
-    return None  # NaN, trailing bytes, or nothing a number starts with
+    return parse_double(s)
 
 
 def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
