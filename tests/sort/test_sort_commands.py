@@ -458,3 +458,30 @@ def test_sort_in_function(pair: Pair) -> None:
     pair.check("FCALL", "srt", 1, "s")
     pair.check("FCALL_RO", "srt", 1, "s")
     pair.check("FUNCTION", "FLUSH")
+
+
+def _changes(port: int) -> int:
+    r = redis.Redis(port=port)
+    try:
+        return int(r.info("persistence")["rdb_changes_since_last_save"])
+    finally:
+        r.close()
+
+
+def test_sort_counts_changes_as_valkey(pair: Pair) -> None:
+    """The changes a save rule counts: none for SORT without STORE (or one
+    that stored nothing over no key), one per stored element, one for a
+    destination an empty result deleted."""
+    setup_data(pair)
+    steps = [
+        ("SORT", "l"), ("SORT_RO", "l"), ("SORT", "l", "STORE", "dst"), ("SORT", "l", "GET", "#", "GET", "#",
+                                                                         "LIMIT", "0", "3", "STORE", "dst"),
+        ("SORT", "l", "LIMIT", "0", "0", "STORE", "dst"), ("SORT", "l", "LIMIT", "0", "0", "STORE", "dst"),
+        ("SORT", "l", "foo"), ("EVAL", "return redis.call('sort', KEYS[1], 'store', KEYS[2])", "2", "zl", "d2"),
+        ("MULTI",), ("SORT", "l"), ("SORT", "si", "STORE", "d3"), ("EXEC",),
+    ]
+    for step in steps:
+        before = (_changes(pair.v.port), _changes(pair.t.port))
+        pair.check(*step)
+        after = (_changes(pair.v.port), _changes(pair.t.port))
+        assert after[1] - before[1] == after[0] - before[0], step

@@ -281,6 +281,10 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
     if bad_weight:
         raise CommandError(_NOT_DOUBLE)
     if store is None:
+        if not readonly:
+            # Dispatch counts each write command as one change (Valkey's
+            # server.dirty); a SORT that stores nothing changes nothing.
+            c.server.dirty -= 1
         out = [array_header(outputlen)]
         null = c.r.null
         for e in elements[start:end + 1] if span > 0 else ():
@@ -299,6 +303,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
             val = _lookup(db, pat, e)
             items.append(b"" if val is None else val)
     if outputlen:
+        c.server.dirty += outputlen - 1  # Valkey counts each element stored
         lst = loaded(items, c.server.list_limits[0])
         db.set(store, lst)
         if db.events:
@@ -307,6 +312,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         if db.events:
             db.events.emit(db, b"del", store)
     else:
+        c.server.dirty -= 1
         return integer(0)  # nothing changed: nothing to log
     # Logged as sent, and only when it changed the keyspace (Valkey
     # propagates a command whose call made the dataset dirty); its rule
