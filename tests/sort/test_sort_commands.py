@@ -12,6 +12,7 @@ order (ties fall back to the members' bytes) and are compared on every type.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import redis
@@ -485,3 +486,26 @@ def test_sort_counts_changes_as_valkey(pair: Pair) -> None:
         pair.check(*step)
         after = (_changes(pair.v.port), _changes(pair.t.port))
         assert after[1] - before[1] == after[0] - before[0], step
+
+
+def test_sort_alpha_ties_under_limit(pair: Pair) -> None:
+    """BY ... ALPHA with equal or missing weights and a LIMIT: Valkey's
+    partial quicksort decides where equal elements land, so lists of many
+    lengths (insertion sort below 7, one median below 41, three above) and
+    ranges at every place are compared, with and without STORE."""
+    rnd = random.Random(1234)
+    for n in (3, 6, 7, 8, 12, 40, 41, 60, 150):
+        key = "ties%d" % n
+        elements = ["e%d" % i for i in range(n)]
+        pair.check("RPUSH", key, *elements)
+        for e in elements:
+            w = rnd.choice(["a", "b", "c", "b\0x", "b\0y", None])
+            if w is not None:
+                pair.check("SET", "tw_%s" % e, w)
+        for _ in range(12):
+            offset = rnd.randrange(-1, n + 2)
+            count = rnd.randrange(-1, n + 2)
+            order = rnd.choice(["ASC", "DESC"])
+            pair.check("SORT", key, "BY", "tw_*", "ALPHA", order, "LIMIT", offset, count, "GET", "#", "GET", "tw_*")
+            pair.check("SORT", key, "BY", "tw_*", "ALPHA", order, "LIMIT", offset, count, "STORE", "tdst")
+            pair.check("LRANGE", "tdst", 0, -1)
