@@ -13,9 +13,11 @@ order (ties fall back to the members' bytes) and are compared on every type.
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import redis
+from helpers.resp_wire import Wire, encode
 from helpers.script import run
 
 Pair = Any
@@ -509,3 +511,29 @@ def test_sort_alpha_ties_under_limit(pair: Pair) -> None:
             pair.check("SORT", key, "BY", "tw_*", "ALPHA", order, "LIMIT", offset, count, "GET", "#", "GET", "tw_*")
             pair.check("SORT", key, "BY", "tw_*", "ALPHA", order, "LIMIT", offset, count, "STORE", "tdst")
             pair.check("LRANGE", "tdst", 0, -1)
+
+
+def test_sort_store_serves_a_blocked_client(pair: Pair) -> None:
+    """STORE adds the destination as a new key, which serves a client
+    blocked on it, as Valkey's setKey (dbAdd) does."""
+    waiters = [Wire(pair.v.port), Wire(pair.t.port)]
+    try:
+        for w in waiters:
+            w.send_raw(encode("BLPOP", "dst", "0"))
+        for side in (pair.v, pair.t):
+            for _ in range(400):  # until the server has the waiter blocked
+                if b"blocked_clients:1\r\n" in side.call("INFO", "clients"):
+                    break
+                time.sleep(0.005)
+            else:
+                raise AssertionError("BLPOP never blocked")
+        run(pair, r"""
+            RPUSH l c a b
+            SORT l ALPHA STORE dst
+            LRANGE dst 0 -1
+        """)
+        v, t = (w.read_reply() for w in waiters)
+        assert t == v == b"*2\r\n$3\r\ndst\r\n$1\r\na\r\n"
+    finally:
+        for w in waiters:
+            w.close()
