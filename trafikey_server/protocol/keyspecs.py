@@ -43,10 +43,41 @@ def _set_flags(argv: Sequence[bytes]) -> list[KeyRef]:
     return [(1, ("OW", "update"))]
 
 
+def _sort_keys(argv: Sequence[bytes]) -> list[KeyRef]:
+    """SORT's keys (Valkey's sortGetKeys): the sorted key, and the key
+    after the last STORE found while skipping the arguments of LIMIT, GET
+    and BY. The specs cannot say it: STORE may come anywhere."""
+    out: list[KeyRef] = [(1, ("RO", "access"))]
+    store = 0
+    argc = len(argv)
+    i = 2
+    while i < argc:
+        w = argv[i].split(b"\0", 1)[0].lower()
+        if w == b"limit":
+            i += 2
+        elif w in (b"get", b"by"):
+            i += 1
+        elif w == b"store" and i + 1 < argc:
+            store = i + 1
+        i += 1
+    if store:
+        out.append((store, ("OW", "update")))
+    return out
+
+
+def _sort_ro_keys(argv: Sequence[bytes]) -> list[KeyRef]:
+    """SORT_RO reads one key, its first argument (sortROGetKeys)."""
+    return [(1, ("RO", "access"))]
+
+
 # Valkey resolves key specs flagged ``variable_flags`` with a per-command
-# function (its getkeys_proc) instead of the spec's declared flags. Rows are
-# matched by name; a row without an entry here keeps its spec flags.
-_VARIABLE_FLAGS: dict[str, Callable[[Sequence[bytes]], list[KeyRef]]] = {"set": _set_flags}
+# function (its getkeys_proc) instead of the spec's declared flags, and
+# falls back to that function when the specs are incomplete (SORT's keys
+# come from its options). Rows are matched by name; a row without an entry
+# here keeps its spec flags.
+_VARIABLE_FLAGS: dict[str, Callable[[Sequence[bytes]], list[KeyRef]]] = {
+    "set": _set_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys,
+}
 
 
 def resolve(table: Table, argv: Sequence[bytes]) -> Command:

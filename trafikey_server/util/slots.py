@@ -73,3 +73,23 @@ def same_slot(keys: Iterable[bytes]) -> bool:
         if crc16(part) & (SLOTS - 1) != slot:
             return False
     return True
+
+
+def pattern_slot(pattern: bytes) -> int:
+    """The one slot every key a glob pattern can match lies in, or -1 when
+    the keys may be spread (Valkey's patternHashSlot). A wildcard, a class
+    or an escape before a closed hash tag could put the tag anywhere; an
+    empty tag ``{}`` means the whole key is hashed, which a pattern with a
+    wildcard cannot pin down either."""
+    tag = -1  # where the first "{" is; -2 after an empty tag
+    for i, ch in enumerate(pattern):
+        if ch in b"*?[\\":
+            return -1
+        if tag == -1 and ch == 0x7B:  # {
+            tag = i
+        elif tag >= 0 and ch == 0x7D:  # }
+            if i == tag + 1:
+                tag = -2
+            else:
+                return crc16(pattern[tag + 1:i]) & (SLOTS - 1)
+    return crc16(pattern) & (SLOTS - 1)

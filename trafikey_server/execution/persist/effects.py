@@ -266,6 +266,7 @@ RULES: dict[bytes, Rule] = {
     b"srem": _unless_zero,
     b"smove": _unless_zero,
     b"spop": _spop,
+    b"sort": _nothing,  # logs itself when STORE wrote (commands/sort.py)
     b"cluster|flushslot": _nothing,
 }
 

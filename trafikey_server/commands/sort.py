@@ -1,0 +1,421 @@
+"""SORT and SORT_RO, as Valkey's sort.c answers them.
+
+The options are read left to right as Valkey reads them: each word is
+matched only when enough arguments follow it (else it is a syntax error),
+BY and GET are refused on the spot under cluster slot checks or limited
+key permissions, and the key's type is checked only after all of that.
+
+What is sorted, and by what, follows sortCompare: numbers read as Valkey
+reads a score, up to a NUL (ties broken by comparing the elements' bytes), or with ALPHA the bytes,
+compared as ``strcoll`` compares C strings (up to a NUL; the C locale's
+order is the bytes') unless STORE is given, when whole values are
+compared. Equal weights under ALPHA keep the order the elements were
+loaded in, as glibc's merge-sort ``qsort`` keeps them.
+
+BY a pattern without ``*`` (``nosort``) sorts nothing: a list or sorted
+set answers in its own order (DESC walks it backwards, LIMIT picks the
+range). A set has no order a replica or a script could reproduce, so with
+STORE or inside a script it is sorted with ALPHA instead.
+
+Every lookup through a BY or GET pattern is a read of the keyspace: a
+missing key raises ``keymiss`` and an expired one is removed, as Valkey's
+lookupKeyRead does. SORT on a sorted set leaves it in the skiplist
+encoding (Valkey converts it before reading it), SORT_RO included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import islice
+from typing import TYPE_CHECKING, TypeVar
+
+from ..protocol.args import word
+from ..protocol.resp import array_header, integer
+from ..services.acl import READ
+from ..util.errors import CommandError, not_integer, syntax, wrongtype
+from ..util.floats import parse_double
+from ..util.parsing import to_int
+from ..util.slots import keyslot, pattern_slot
+from ..values.hash import Hash
+from ..values.list_type import List, loaded
+from ..values.set_type import SetValue
+from ..values.zset import ZSet
+
+if TYPE_CHECKING:
+    from ..keyspace.db import Db
+    from ..services.client import Client
+
+_BY_CLUSTER = (b"ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be "
+               b"in different slots.")
+_GET_CLUSTER = (b"ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be "
+                b"in different slots.")
+_BY_ACL = b"ERR BY option of SORT denied due to insufficient ACL permissions."
+_GET_ACL = b"ERR GET option of SORT denied due to insufficient ACL permissions."
+_NOT_DOUBLE = b"ERR One or more scores can't be converted into double"
+
+T = TypeVar("T")
+
+
+
+def _cstr(b: bytes) -> bytes:
+    """What C string functions see of an argument: up to its first NUL."""
+    nul = b.find(b"\0")
+    return b if nul < 0 else b[:nul]
+
+
+def _weight(b: bytes) -> float | None:
+    """A numeric weight as SORT reads it: Valkey's strtod (fast_float)
+    over the C string, which must consume all of it, without a range error
+    and not NaN; None when Valkey refuses it. That is a score's syntax
+    (no spaces, no hex, not empty), cut at the first NUL."""
+    s = _cstr(b)
+    if s.isdigit() and len(s) < 16:
+        return float(int(s))
+    return parse_double(s)
+
+
+def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
+    """lookupKeyByPattern: ``#`` is the element itself; otherwise the
+    first ``*`` takes the element, and a ``->field`` after it (with
+    something after the arrow) reads that field of a hash instead of a
+    string. A pattern without ``*`` names no key."""
+    if pattern[:1] == b"#" and (len(pattern) == 1 or pattern[1] == 0):
+        return subst
+    c = _cstr(pattern)
+    star = c.find(b"*")
+    if star < 0:
+        return None
+    arrow = c.find(b"->", star + 1)
+    field: bytes | None = None
+    tail = pattern[star + 1:]
+    if arrow >= 0 and arrow + 2 < len(c):
+        field = pattern[arrow + 2:]
+        tail = pattern[star + 1:arrow]
+    key = pattern[:star] + subst + tail
+    v = db.get(key)
+    if v is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
+        return None
+    if field is not None:
+        if type(v) is not Hash:
+            return None
+        f = v.get(field)
+        return None if f is None else bytes(f)
+    t = type(v)
+    if t is bytes:
+        return v
+    if t is bytearray:
+        return bytes(v)
+    return None
+
+
+def partial_quicksort(v: list[T], cmp: Callable[[T, T], int], lo: int, hi: int) -> None:
+    """Order ``v`` so that positions lo..hi hold what a full sort puts
+    there, as Valkey's pqsort does it (Bentley and McIlroy's quicksort
+    that skips partitions outside the range). With a comparison that has
+    ties (SORT BY ... ALPHA), equal elements end up exactly where
+    Valkey's would, which a stable sort does not reproduce."""
+
+    def swap(i: int, j: int) -> None:
+        v[i], v[j] = v[j], v[i]
+
+    def med3(i: int, j: int, k: int) -> int:
+        if cmp(v[i], v[j]) < 0:
+            if cmp(v[j], v[k]) < 0:
+                return j
+            return k if cmp(v[i], v[k]) < 0 else i
+        if cmp(v[j], v[k]) > 0:
+            return j
+        return i if cmp(v[i], v[k]) < 0 else k
+
+    def outside(first: int, last: int) -> bool:
+        return (lo < first and hi < first) or (lo > last and hi > last)
+
+    def run(a: int, n: int) -> None:
+        while True:
+            if n < 7:  # insertion sort
+                for m in range(a + 1, a + n):
+                    i = m
+                    while i > a and cmp(v[i - 1], v[i]) > 0:
+                        swap(i, i - 1)
+                        i -= 1
+                return
+            pm = a + n // 2
+            if n > 7:
+                pl, pn = a, a + n - 1
+                if n > 40:
+                    d = n // 8
+                    pl = med3(pl, pl + d, pl + 2 * d)
+                    pm = med3(pm - d, pm, pm + d)
+                    pn = med3(pn - 2 * d, pn - d, pn)
+                pm = med3(pl, pm, pn)
+            swap(a, pm)
+            pa = pb = a + 1
+            pc = pd = a + n - 1
+            while True:
+                while pb <= pc:
+                    r = cmp(v[pb], v[a])
+                    if r > 0:
+                        break
+                    if r == 0:
+                        swap(pa, pb)
+                        pa += 1
+                    pb += 1
+                while pb <= pc:
+                    r = cmp(v[pc], v[a])
+                    if r < 0:
+                        break
+                    if r == 0:
+                        swap(pc, pd)
+                        pd -= 1
+                    pc -= 1
+                if pb > pc:
+                    break
+                swap(pb, pc)
+                pb += 1
+                pc -= 1
+            end = a + n
+            k = min(pa - a, pb - pa)
+            for i in range(k):
+                swap(a + i, pb - k + i)
+            k = min(pd - pc, end - pd - 1)
+            for i in range(k):
+                swap(pb + i, end - k + i)
+            k = pb - pa
+            if k > 1 and not outside(a, a + k - 1):
+                run(a, k)
+            k = pd - pc
+            if k > 1 and not outside(end - k, end - 1):
+                a, n = end - k, k
+                continue
+            return
+
+    run(0, len(v))
+
+
+def _drop(db: Db, key: bytes) -> bool:
+    """Valkey's dbDelete: a key still stored goes, even past its expiry
+    (it is deleted, not expired, so the event is ``del``)."""
+    if key in db.expires and key in db.data:
+        db.expires.pop(key)  # its heap entry is left stale, as a persist leaves it
+    return db.delete(key)
+
+
+def _full_key_access(c: Client) -> bool:
+    """ACLUserCheckCmdWithUnrestrictedKeyAccess for a read: the user may
+    read every key (allkeys, or a ``*`` pattern that grants reads)."""
+    user = c.acl
+    return user.allkeys or any(p == b"*" and int(fl) & READ for p, fl in user.patterns)
+
+
+def sort(c: Client, argv: list[bytes]) -> bytes:
+    return _sort(c, argv, False)
+
+
+def sort_ro(c: Client, argv: list[bytes]) -> bytes:
+    return _sort(c, argv, True)
+
+
+def _limit(b: bytes) -> int:
+    v = to_int(b)
+    if v is None:
+        raise not_integer()
+    return v
+
+
+def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
+    desc = alpha = dontsort = False
+    limit_start, limit_count = 0, -1
+    by: bytes | None = None
+    store: bytes | None = None
+    gets: list[bytes] = []
+    full_access = _full_key_access(c)
+    slot_checks = c.server.slot_checks
+    n = len(argv)
+    j = 2
+    while j < n:
+        w = word(argv[j])
+        left = n - j - 1
+        if w == b"asc":
+            desc = False
+        elif w == b"desc":
+            desc = True
+        elif w == b"alpha":
+            alpha = True
+        elif w == b"limit" and left >= 2:
+            limit_start = _limit(argv[j + 1])
+            limit_count = _limit(argv[j + 2])
+            j += 2
+        elif not readonly and w == b"store" and left >= 1:
+            store = argv[j + 1]
+            j += 1
+        elif w == b"by" and left >= 1:
+            by = argv[j + 1]
+            if b"*" not in _cstr(by):
+                dontsort = True  # a constant weight: nothing to sort (and it sticks)
+            else:
+                if slot_checks and pattern_slot(by) != keyslot(argv[1]):
+                    raise CommandError(_BY_CLUSTER)
+                if not full_access:
+                    raise CommandError(_BY_ACL)
+            j += 1
+        elif w == b"get" and left >= 1:
+            pat = argv[j + 1]
+            if (slot_checks and not (pat[:1] == b"#" and (len(pat) == 1 or pat[1] == 0))
+                    and pattern_slot(pat) != keyslot(argv[1])):
+                raise CommandError(_GET_CLUSTER)
+            if not full_access:
+                raise CommandError(_GET_ACL)
+            gets.append(pat)
+            j += 1
+        else:
+            raise syntax()
+        j += 1
+
+    db = c.db
+    key = argv[1]
+    v = db.get(key)
+    if v is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", key)
+        v = List()
+    else:
+        t = type(v)
+        if t is not List and t is not SetValue and t is not ZSet:
+            raise wrongtype()
+
+    if dontsort and type(v) is SetValue and (store is not None or c.in_script):
+        # No order a replica or a script could repeat: sort by the members.
+        dontsort = False
+        alpha = True
+        by = None
+    if type(v) is ZSet:
+        v.big = True  # zsetConvert(SKIPLIST), before anything is read
+
+    size = len(v)
+    start = min(max(limit_start, 0), size)
+    limit_count = min(max(limit_count, -1), size)
+    end = size - 1 if limit_count < 0 else start + limit_count - 1
+    if start >= size:
+        start = size - 1
+        end = size - 2
+    if end >= size:
+        end = size - 1
+
+    elements: list[bytes]
+    if dontsort and type(v) is not SetValue:
+        # A list or sorted set read in its own order, just the range.
+        count = end - start + 1
+        if count > 0:
+            if type(v) is List:
+                elements = list(islice(reversed(v) if desc else v, start, start + count))
+            else:
+                assert isinstance(v, ZSet)
+                if desc:
+                    pairs = v.items(size - start - count, size - start, True)
+                else:
+                    pairs = v.items(start, start + count)
+                elements = [m for _, m in pairs]
+        else:
+            elements = []
+        if count > 0 or type(v) is ZSet:
+            end -= start
+            start = 0
+    elif type(v) is List:
+        elements = list(v)
+    elif type(v) is SetValue:
+        elements = v.members()
+    else:
+        assert isinstance(v, ZSet)
+        elements = list(v.scores)
+
+    bad_weight = False
+    if not dontsort:
+        storing = store is not None
+        if alpha:
+            if by is not None:
+                weights = [_lookup(db, by, e) for e in elements]
+                if not storing:
+                    weights = [None if w is None else _cstr(w) for w in weights]
+                keyed = [((0, b"") if w is None else (1, w), e) for w, e in zip(weights, elements, strict=True)]
+                if start != 0 or end != len(keyed) - 1:
+                    # Equal weights are possible here and Valkey's partial
+                    # quicksort leaves them in its own order: run the same.
+                    sign = -1 if desc else 1
+
+                    def cmp(x: tuple[tuple[int, bytes], bytes], y: tuple[tuple[int, bytes], bytes]) -> int:
+                        a, b = x[0], y[0]
+                        return 0 if a == b else (sign if a > b else -sign)
+
+                    partial_quicksort(keyed, cmp, start, end)
+                else:
+                    keyed.sort(key=lambda p: p[0], reverse=desc)
+                elements = [e for _, e in keyed]
+            elif storing:
+                elements.sort(reverse=desc)
+            else:
+                elements.sort(key=_cstr, reverse=desc)
+        else:
+            scored: list[tuple[float, bytes]] = []
+            for e in elements:
+                if by is not None:
+                    wv = _lookup(db, by, e)
+                    if wv is None:
+                        scored.append((0.0, e))
+                        continue
+                else:
+                    wv = e
+                x = _weight(wv)
+                if x is None:
+                    bad_weight = True
+                    x = 0.0
+                scored.append((x, e))
+            scored.sort(reverse=desc)
+            elements = [e for _, e in scored]
+
+    span = end - start + 1
+    outputlen = len(gets) * span if gets else span
+    if bad_weight:
+        raise CommandError(_NOT_DOUBLE)
+    if store is None:
+        if not readonly:
+            # Dispatch counts each write command as one change (Valkey's
+            # server.dirty); a SORT that stores nothing changes nothing.
+            c.server.dirty -= 1
+        out = [array_header(outputlen)]
+        null = c.r.null
+        for e in elements[start:end + 1] if span > 0 else ():
+            if not gets:
+                out.append(b"$%d\r\n%s\r\n" % (len(e), e))
+            for pat in gets:
+                val = _lookup(db, pat, e)
+                out.append(null if val is None else b"$%d\r\n%s\r\n" % (len(val), val))
+        return b"".join(out)
+
+    items: list[bytes] = []
+    for e in elements[start:end + 1] if span > 0 else ():
+        if not gets:
+            items.append(e)
+        for pat in gets:
+            val = _lookup(db, pat, e)
+            items.append(b"" if val is None else val)
+    if outputlen:
+        c.server.dirty += outputlen - 1  # Valkey counts each element stored
+        lst = loaded(items, c.server.list_limits[0])
+        db.set(store, lst)
+        if db.events:
+            db.events.emit(db, b"sortstore", store)
+    elif _drop(db, store):
+        if db.events:
+            db.events.emit(db, b"del", store)
+    else:
+        c.server.dirty -= 1
+        return integer(0)  # nothing changed: nothing to log
+    # Logged as sent, and only when it changed the keyspace (Valkey
+    # propagates a command whose call made the dataset dirty); its rule
+    # logs nothing, so a SORT without STORE never reaches the log.
+    aof = c.server.aof
+    if aof is not None:
+        aof.add(db.id, [argv])
+    return integer(outputlen)
