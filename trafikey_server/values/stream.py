@@ -369,13 +369,14 @@ class Stream:
     bookkeeping: the last ID ever given, the greatest deleted ID, the count
     of entries ever added, and the groups by name."""
 
-    __slots__ = ("_keys", "_nodes", "_len", "last_id", "max_deleted_id", "entries_added", "groups")
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "last_id", "max_deleted_id", "entries_added", "groups")
 
     def __init__(self) -> None:
         # The nodes' primary IDs (for bisection) and the nodes, in order.
         self._keys: list[int] = []
         self._nodes: list[Node] = []
         self._len = 0
+        self._first = 0
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
@@ -386,15 +387,30 @@ class Stream:
 
     @property
     def first_id(self) -> int:
-        """The first live entry's ID, 0 when empty."""
-        if self._len:
-            for node in self._nodes:
-                if node.live:
-                    body, offs = node.body, node.offs
-                    for i in range(len(offs)):
-                        if not body[offs[i]] & F_DELETED:
-                            return node.id_at(i)
-        return 0
+        """The recorded first entry ID (XINFO's recorded-first-entry-id):
+        the first live entry's, 0 when empty, kept as Valkey keeps it
+        (set by the first add, by deletions and trims of the first entry,
+        read from the file on load)."""
+        return self._first
+
+    @first_id.setter
+    def first_id(self, sid: int) -> None:
+        self._first = sid
+
+    def edge_id(self, first: bool = True, skip_tombstones: bool = True) -> int:
+        """streamGetEdgeID: the first (or last) entry's ID, deleted entries
+        included unless skip_tombstones; MAX_ID (first) or 0 (last) when
+        there is none."""
+        nodes = self._nodes if first else reversed(self._nodes)
+        for node in nodes:
+            if skip_tombstones and not node.live:
+                continue
+            body, offs = node.body, node.offs
+            idx = range(len(offs)) if first else range(len(offs) - 1, -1, -1)
+            for i in idx:
+                if not skip_tombstones or not body[offs[i]] & F_DELETED:
+                    return node.id_at(i)
+        return MAX_ID if first else 0
 
     def add(self, sid: int, fields: list[bytes], node_limits: tuple[int, int]) -> None:
         """Append an entry whose ID is above ``last_id`` (the caller checks
@@ -449,6 +465,8 @@ class Stream:
         body += enc_int(count)
         node.nele += count + 1
         self._len += 1
+        if self._len == 1:
+            self._first = sid
         self.last_id = sid
         self.entries_added += 1
 
@@ -540,7 +558,8 @@ class Stream:
     def delete(self, sid: int) -> bool:
         """Remove one entry (streamIteratorRemoveEntry: flagged deleted, its
         node dropped once it holds no live entry); False when there is
-        none with that ID. The caller keeps ``max_deleted_id``."""
+        none with that ID. The recorded first ID follows (as XDEL keeps
+        it); the caller keeps ``max_deleted_id``."""
         at = self._locate(sid)
         if at is None:
             return False
@@ -553,6 +572,10 @@ class Stream:
         else:
             node.set_counts(node.live - 1, node.dead + 1)
         self._len -= 1
+        if not self._len:
+            self._first = 0
+        elif sid == self._first:
+            self._first = self.edge_id()
         return True
 
     def trim(self, maxlen: int | None, minid: int | None, approx: bool, limit: int) -> int:
@@ -600,6 +623,10 @@ class Stream:
         if k:
             del nodes[:k]
             del self._keys[:k]
+        if not self._len:
+            self._first = 0
+        elif deleted:
+            self._first = self.edge_id()
         return deleted
 
     # -- what XINFO, the type's record and RDB use -------------------------------
@@ -625,6 +652,8 @@ class Stream:
         self._keys.append(node.key)
         self._nodes.append(node)
         self._len += node.live
+        if self._len == node.live:
+            self._first = self.edge_id()
 
     def estimate_entries_read(self, sid: int) -> int:
         """streamEstimateDistanceFromFirstEverEntry: the entries-read counter
@@ -665,6 +694,7 @@ class Stream:
         out._nodes = [n.copy() for n in self._nodes]
         out._keys = list(self._keys)
         out._len = self._len
+        out._first = self._first
         out.last_id = self.last_id
         out.max_deleted_id = self.max_deleted_id
         out.entries_added = self.entries_added

@@ -135,11 +135,12 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stre
         raise RdbError(f"key {key!r}: stream length {length} does not match its nodes' {len(s)} entries")
     s.last_id = _read_id(r)
     if t >= T_STREAM_LISTPACKS_2:
-        _read_id(r)  # the first ID: the nodes give it
+        s.first_id = _read_id(r)
         s.max_deleted_id = _read_id(r)
         s.entries_added = r.plain_len()
     else:
         s.entries_added = len(s)
+        s.first_id = s.edge_id()  # MAX_ID when there is no entry, as Valkey
     for _ in range(r.plain_len()):
         name = r.string()
         last = _read_id(r)
