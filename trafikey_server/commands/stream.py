@@ -178,43 +178,7 @@ def entry_reply(sid: int, fields: list[bytes]) -> bytes:
 
 def last_valid_id(s: Stream) -> int:
     """streamLastValidID: the last live entry's ID (0 when empty)."""
-    for sid, _ in s.range(0, MAX_ID, True):
-        return sid
-    return 0
-
-
-def has_tombstones(s: Stream, start: int) -> bool:
-    """streamRangeHasTombstones(start, +): a deleted entry may lie at or
-    after start."""
-    mdel = s.max_deleted_id
-    if not len(s) or not mdel:
-        return False
-    if s.first_id > mdel:
-        return False
-    return start <= mdel
-
-
-def estimate_distance(s: Stream, sid: int) -> int:
-    """streamEstimateDistanceFromFirstEverEntry: the logical read counter of
-    sid, or INVALID_ENTRIES_READ when it cannot be known."""
-    added = s.entries_added
-    if not added:
-        return 0
-    n = len(s)
-    if not n and sid <= s.last_id:
-        return added
-    if sid == s.last_id:
-        return added
-    if sid > s.last_id:
-        return INVALID_ENTRIES_READ
-    first = s.first_id
-    mdel = s.max_deleted_id
-    if not mdel or mdel < first:
-        if sid < first:
-            return added - n
-        if sid == first:
-            return added - n + 1
-    return INVALID_ENTRIES_READ
+    return s.edge_id(False)
 
 
 def lag_reply(c: Client, s: Stream, g: Group) -> bytes:
@@ -222,9 +186,9 @@ def lag_reply(c: Client, s: Stream, g: Group) -> bytes:
     when that cannot be told."""
     if not s.entries_added:
         return ZERO
-    if g.entries_read != INVALID_ENTRIES_READ and not has_tombstones(s, g.last_id):
+    if g.entries_read != INVALID_ENTRIES_READ and not s.range_has_tombstones(g.last_id):
         return integer(s.entries_added - g.entries_read)
-    read = estimate_distance(s, g.last_id)
+    read = s.estimate_entries_read(g.last_id)
     if read != INVALID_ENTRIES_READ:
         return integer(s.entries_added - read)
     return c.r.null
@@ -381,7 +345,7 @@ def _exact_trim_arg(s: Stream, t: _Trim) -> bytes:
     exact argument that leaves the same."""
     if t.maxlen is not None:
         return b"%d" % len(s)
-    return fmt_id(s.first_id if len(s) else MAX_ID)
+    return fmt_id(s.edge_id(True, False))
 
 
 def xadd(c: Client, argv: list[bytes]) -> bytes:
@@ -760,10 +724,10 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
     moved = False
     for sid, fields in s.range(start, MAX_ID):
         if sid > g.last_id:
-            if g.entries_read != INVALID_ENTRIES_READ and not has_tombstones(s, sid):
+            if g.entries_read != INVALID_ENTRIES_READ and not s.range_has_tombstones(sid):
                 g.entries_read += 1
             elif s.entries_added:
-                g.entries_read = estimate_distance(s, sid)
+                g.entries_read = s.estimate_entries_read(sid)
             g.last_id = sid
             moved = True
         out.append(entry_reply(sid, fields))
@@ -834,15 +798,6 @@ def xinfo_stream_of(c: Client, argv: list[bytes]) -> Stream:
     return s
 
 
-def _rax_sizes(s: Stream) -> tuple[int, int]:
-    """The radix tree's keys and nodes as XINFO STREAM reports them, from
-    the structure when it keeps nodes."""
-    f = getattr(s, "rax_sizes", None)
-    if f is not None:
-        return f()  # type: ignore[no-any-return]
-    return (1, 2) if len(s) else (0, 1)
-
-
 def xinfo_stream(c: Client, argv: list[bytes]) -> bytes:
     s = xinfo_stream_of(c, argv)
     opts = argv[3:]
@@ -859,11 +814,10 @@ def xinfo_stream(c: Client, argv: list[bytes]) -> bytes:
                 raise CommandError(b"ERR value is not an integer or out of range")
             count = 10 if v < 0 else v
     r = c.r
-    keys, nodes = _rax_sizes(s)
     out = [r.map_header(9 if full else 10),
            bulk(b"length"), integer(len(s)),
-           bulk(b"radix-tree-keys"), integer(keys),
-           bulk(b"radix-tree-nodes"), integer(nodes),
+           bulk(b"radix-tree-keys"), integer(s.node_count()),
+           bulk(b"radix-tree-nodes"), integer(s.rax_nodes()),
            bulk(b"last-generated-id"), bulk(fmt_id(s.last_id)),
            bulk(b"max-deleted-entry-id"), bulk(fmt_id(s.max_deleted_id)),
            bulk(b"entries-added"), integer(s.entries_added),

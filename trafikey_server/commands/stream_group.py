@@ -402,7 +402,7 @@ def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
     now = c.server.clock.ms()
     consumer = _claimer(c, g, argv[3], key, now)
     attempts = count * 10
-    pel = g.pending(start)
+    pel = g.pel.after(start, attempts + 1)  # all the walk can see, and the cursor after it
     i = 0
     claimed: list[bytes] = []
     deleted: list[int] = []
