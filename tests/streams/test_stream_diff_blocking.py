@@ -280,8 +280,8 @@ def test_a_blocked_xreadgroup_served_after_a_script(sides: Sides) -> None:
         ("send", 1, ("XREADGROUP", "GROUP", "g", "c", "COUNT", "5", "BLOCK", "0", "STREAMS", "s", ">")),
         ("blocked", 1),
         ("send", 2, ("XREAD", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 2),
-        ("call", 0, "EVAL", "redis.call('XADD', KEYS[1], '1-0', 'a', '1'); redis.call('XADD', KEYS[1], '2-0', 'a', '2');"
-         " redis.call('XDEL', KEYS[1], '1-0'); return 1", "1", "s"),
+        ("call", 0, "EVAL", "redis.call('XADD', KEYS[1], '1-0', 'a', '1'); "
+         "redis.call('XADD', KEYS[1], '2-0', 'a', '2'); redis.call('XDEL', KEYS[1], '1-0'); return 1", "1", "s"),
         ("read", 1), ("read", 2), ("blocked", 0),
         *state("s", "g"),
     ])
