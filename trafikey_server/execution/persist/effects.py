@@ -267,6 +267,19 @@ RULES: dict[bytes, Rule] = {
     b"smove": _unless_zero,
     b"spop": _spop,
     b"cluster|flushslot": _nothing,
+    # Stream writes that log other commands log them from their handlers
+    # (commands/stream.py: XADD with its ID and an exact trim, XREADGROUP,
+    # XCLAIM and XAUTOCLAIM as XCLAIM ... FORCE JUSTID and XGROUP SETID).
+    b"xadd": _nothing,
+    b"xtrim": _nothing,
+    b"xreadgroup": _nothing,
+    b"xclaim": _nothing,
+    b"xautoclaim": _nothing,
+    b"xdel": _unless_zero,
+    b"xack": _unless_zero,
+    b"xgroup|destroy": _unless_zero,
+    b"xgroup|createconsumer": _unless_zero,
+    b"xgroup|delconsumer": _unless_zero,
 }
 
 
