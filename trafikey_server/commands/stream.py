@@ -690,12 +690,9 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
                 raise CommandError(b"ERR The + ID is meaningless in the context of XREADGROUP: you want to read the "
                                    b"history of this consumer by specifying a proper ID, or use the > ID to get new "
                                    b"messages. The + ID would just return an empty result set.")
-            if s is not None:
-                if s.last_id == 0:
-                    raise CommandError(b"ERR the stream last element ID is 0-0")
-                ids.append(s.last_id - 1)
-            else:
-                ids.append(0)
+            # The last entry: from just below the last ID (an empty stream
+            # that never had one reads from 0-0 and finds nothing).
+            ids.append(s.last_id - 1 if s is not None and s.last_id else 0)
         elif text == b">":
             if not grouped:
                 raise CommandError(b"ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
@@ -752,6 +749,8 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
     if timeout != -1:
         if not may_block(c):
             return c.r.null_array
+        if effects:  # a NOACK consumer created before blocking: logged now, as Valkey's call() does
+            c.server.aof.close_unit()  # type: ignore[union-attr]
         c.server.blocking.block(c, keys, Stream, timeout, c.r.null_array, grouped,
                                 None if grouped else ids)
     return c.r.null_array
