@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 
 from . import listpack as lp
-from .listpack import enc_int, enc_str, read, read_int, signed64, skip
+from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -255,18 +255,36 @@ class Node:
         body = self.body
         p = self.offs[i]
         flags = body[p]
-        p = skip(body, skip(body, p + 2))
+        # Skip the flags and the two ID deltas (mostly 7- or 13-bit ints).
+        p += 2
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
         out: list[bytes] = []
         if flags & F_SAMEFIELDS:
             for f in self.fields:
-                v, p = read(body, p)
-                out.append(f)
-                out.append(v)
+                b = body[p]
+                if 0x80 <= b < 0xC0:  # a string of up to 63 bytes
+                    n = b & 0x3F
+                    out.append(f)
+                    out.append(bytes(body[p + 1:p + 1 + n]))
+                    p += n + 2
+                else:
+                    v, p = read(body, p)
+                    out.append(f)
+                    out.append(v)
             return out
         nf, p = read_int(body, p)
         for _ in range(2 * nf):
-            v, p = read(body, p)
-            out.append(v)
+            b = body[p]
+            if 0x80 <= b < 0xC0:
+                n = b & 0x3F
+                out.append(bytes(body[p + 1:p + 1 + n]))
+                p += n + 2
+            else:
+                v, p = read(body, p)
+                out.append(v)
         return out
 
     def blob(self) -> bytes:
@@ -424,7 +442,7 @@ class Stream:
             max_bytes, max_entries = node_limits
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            if node.lp_bytes() + sum(map(len, fields)) >= max_bytes or (
+            if 7 + len(node.body) + sum(map(len, fields)) >= max_bytes or (
                     max_entries and node.live + node.dead >= max_entries):
                 node.shrink()
                 node = None
@@ -432,37 +450,45 @@ class Stream:
             node = _new_node(sid, fields)
             nodes.append(node)
             self._keys.append(sid)
-            flags = F_SAMEFIELDS
+            same = True
         else:
-            node.set_counts(node.live + 1, node.dead)
+            live = node.live
+            if live < 127:  # the counter stays one byte: lpReplaceInteger in place
+                node.body[0] = live + 1
+                node.live = live + 1
+            else:
+                node.set_counts(live + 1, node.dead)
             names = node.fields
-            flags = 0
-            if len(fields) == 2 * len(names):
-                if len(names) == 1:
-                    if fields[0] == names[0]:
-                        flags = F_SAMEFIELDS
-                elif tuple(fields[0::2]) == names:
-                    flags = F_SAMEFIELDS
+            if len(names) == 1:
+                same = len(fields) == 2 and fields[0] == names[0]
+            else:
+                same = len(fields) == 2 * len(names) and tuple(fields[0::2]) == names
         key = node.key
         ms, seq = sid >> 64, sid & _U64
-        nf = len(fields) // 2
+        dms = ms - (key >> 64)
+        dseq = seq - (key & _U64)
         body = node.body
         node.offs.append(len(body))
-        node.ids.append(ms)
-        node.ids.append(seq)
-        body += b"\x02\x01" if flags else b"\x00\x01"
-        body += enc_int(signed64(ms - (key >> 64)))
-        body += enc_int(signed64(seq - (key & _U64)))
-        if flags:
-            for v in fields[1::2]:
-                body += enc_str(v)
-            count = nf + 3
+        ids = node.ids
+        ids.append(ms)
+        ids.append(seq)
+        if same:
+            if len(fields) == 2:
+                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
+                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(signed64(dseq)),
+                        enc_str(fields[1]), b"\x04\x01"]
+                count = 4
+            else:
+                count = len(fields) // 2 + 3
+                part = [b"\x02\x01", enc_int(signed64(dms)), enc_int(signed64(dseq))]
+                part += [enc_str(v) for v in fields[1::2]]
+                part.append(enc_int(count))
         else:
-            body += enc_int(nf)
-            for v in fields:
-                body += enc_str(v)
-            count = 2 * nf + 4
-        body += enc_int(count)
+            count = len(fields) + 4
+            part = [b"\x00\x01", enc_int(signed64(dms)), enc_int(signed64(dseq)), enc_int(len(fields) // 2)]
+            part += [enc_str(v) for v in fields]
+            part.append(enc_int(count))
+        body += b"".join(part)
         node.nele += count + 1
         self._len += 1
         if self._len == 1:
