@@ -682,21 +682,24 @@ class Stream:
             self._first = self.edge_id()
 
     def estimate_entries_read(self, sid: int) -> int:
-        """streamEstimateDistanceFromFirstEverEntry: the entries-read counter
-        of ``sid`` counted from the first entry ever added, or
-        INVALID_ENTRIES_READ when tombstones or its place make it unknown."""
+        """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 has it: the
+        entries-read counter of ``sid`` counted from the first entry ever
+        added, or INVALID_ENTRIES_READ when a deletion after ``sid`` or its
+        place make it unknown."""
         added = self.entries_added
         if not added:
             return 0
         last = self.last_id
         if not self._len and sid <= last:
             return added
+        md = self.max_deleted_id
+        if sid and sid < md:  # fragmented between sid and the last ID
+            return INVALID_ENTRIES_READ
         if sid == last:
             return added
         if sid > last:
             return INVALID_ENTRIES_READ
-        first = self.first_id
-        md = self.max_deleted_id
+        first = self._first
         if not md or md < first:
             if sid < first:
                 return added - self._len
@@ -705,12 +708,11 @@ class Stream:
         return INVALID_ENTRIES_READ
 
     def range_has_tombstones(self, start: int = 0, end: int = MAX_ID) -> bool:
-        """streamRangeHasTombstones: whether a deleted entry may lie within
-        [start, end] (the greatest deleted ID tells)."""
+        """streamRangeHasTombstones as Valkey 9.1 has it: whether the
+        greatest deleted ID lies within [start, end] of a non-empty stream
+        (a deletion before the first entry counts too)."""
         md = self.max_deleted_id
         if not self._len or not md:
-            return False
-        if self.first_id > md:
             return False
         return start <= md <= end
 
