@@ -387,7 +387,8 @@ class Stream:
     bookkeeping: the last ID ever given, the greatest deleted ID, the count
     of entries ever added, and the groups by name."""
 
-    __slots__ = ("_keys", "_nodes", "_len", "_first", "last_id", "max_deleted_id", "entries_added", "groups")
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_id", "max_deleted_id", "entries_added",
+                 "groups")
 
     def __init__(self) -> None:
         # The nodes' primary IDs (for bisection) and the nodes, in order.
@@ -395,6 +396,7 @@ class Stream:
         self._nodes: list[Node] = []
         self._len = 0
         self._first = 0
+        self._rax = 0  # radix-tree-nodes, 0 until computed for the current nodes
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
@@ -450,6 +452,7 @@ class Stream:
             node = _new_node(sid, fields)
             nodes.append(node)
             self._keys.append(sid)
+            self._rax = 0
             same = True
         else:
             live = node.live
@@ -595,6 +598,7 @@ class Stream:
         if node.live == 1:
             del self._nodes[j]
             del self._keys[j]
+            self._rax = 0
         else:
             node.set_counts(node.live - 1, node.dead + 1)
         self._len -= 1
@@ -649,6 +653,7 @@ class Stream:
         if k:
             del nodes[:k]
             del self._keys[:k]
+            self._rax = 0
         if not self._len:
             self._first = 0
         elif deleted:
@@ -663,8 +668,11 @@ class Stream:
 
     def rax_nodes(self) -> int:
         """XINFO STREAM's radix-tree-nodes: the nodes of the radix tree over
-        the 16-byte big-endian primary IDs, as Valkey's rax lays them out."""
-        return rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        the 16-byte big-endian primary IDs, as Valkey's rax lays them out
+        (kept until the nodes change)."""
+        if not self._rax:
+            self._rax = rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        return self._rax
 
     def nodes(self) -> list[Node]:
         """The nodes in ID order (read-only use: RDB, MEMORY USAGE)."""
@@ -677,6 +685,7 @@ class Stream:
             raise ValueError("stream nodes out of order")
         self._keys.append(node.key)
         self._nodes.append(node)
+        self._rax = 0
         self._len += node.live
         if self._len == node.live:
             self._first = self.edge_id()
