@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from . import listpack as lp
 from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
@@ -557,32 +557,36 @@ class Stream:
                     i -= 1
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> Iterator[int]:
-        """The live IDs within [start, end], without decoding the entries."""
-        for sid, _ in self._walk(start, end, rev):
-            yield sid
+        """The live IDs within [start, end] in order (reversed when rev),
+        without decoding the entries."""
+        for node, i in self._positions(start, end, rev):
+            yield node.id_at(i)
 
-    def _walk(self, start: int, end: int, rev: bool) -> Iterator[tuple[int, None]]:
+    def _positions(self, start: int, end: int, rev: bool) -> Iterator[tuple[Node, int]]:
+        """(node, position) of each live entry within [start, end]."""
         if start > end or not self._len:
             return
         keys, nodes = self._keys, self._nodes
-        order = range(max(bisect_right(keys, start) - 1, 0), len(nodes)) if not rev else \
-            range(bisect_right(keys, end) - 1, -1, -1)
-        for k in order:
-            node = nodes[k]
-            body, offs = node.body, node.offs
-            idx: Iterable[int] = range(len(offs)) if not rev else range(len(offs) - 1, -1, -1)
-            for i in idx:
-                sid = node.id_at(i)
-                if sid > end:
-                    if rev:
-                        continue
+        if not rev:
+            for k in range(max(bisect_right(keys, start) - 1, 0), len(nodes)):
+                node = nodes[k]
+                if node.key > end:
                     return
-                if sid < start:
-                    if rev:
+                body, offs = node.body, node.offs
+                for i in range(node.index(start) if node.key < start else 0, len(offs)):
+                    if node.id_at(i) > end:
                         return
-                    continue
-                if not body[offs[i]] & F_DELETED:
-                    yield sid, None
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
+        else:
+            for k in range(bisect_right(keys, end) - 1, -1, -1):
+                node = nodes[k]
+                body, offs = node.body, node.offs
+                for i in range(node.index(end + 1) - 1, -1, -1):
+                    if node.id_at(i) < start:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
 
     def delete(self, sid: int) -> bool:
         """Remove one entry (streamIteratorRemoveEntry: flagged deleted, its
