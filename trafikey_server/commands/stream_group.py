@@ -175,6 +175,7 @@ def xgroup_delconsumer(c: Client, argv: list[bytes]) -> bytes:
     for sid in consumer.pel:
         g.pel.pop(sid, None)
     emit(c.db, b"xgroup-delconsumer", argv[2])
+    propagate(c, [argv])
     return integer(len(consumer.pel))
 
 

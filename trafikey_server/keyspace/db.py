@@ -193,6 +193,15 @@ class Db:
         if waiting and any(c.blocked is not None and c.blocked.nokey for c in waiting):
             self._ready(key)
 
+    def signal_replaced(self, other: Db) -> None:
+        """Valkey's scanDatabaseForDeletedKeys, before this database's data
+        is swapped with ``other``'s (SWAPDB): each waited-for key that goes
+        or changes type."""
+        for key in list(self.blocking):
+            v = self.data.get(key)
+            if v is not None and type(v) is not type(other.data.get(key)):
+                self._gone(key)
+
     def signal_all_ready(self) -> None:
         """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key
         that now holds a value."""
