@@ -51,6 +51,8 @@ def test_counters_and_lag(pair, name: str) -> None:  # type: ignore[no-untyped-d
     pair.check("XRANGE", "s", "-", "+")
     pair.check("XADD", "s", "20-0", "f", "v")
     pair.check("XINFO", "GROUPS", "s")
+    pair.check("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+    pair.check("XINFO", "GROUPS", "s")
     pair.check("XDEL", "s", "20-0")
     pair.check("XINFO", "GROUPS", "s")
     pair.check("XINFO", "STREAM", "s")
