@@ -362,9 +362,26 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
     seen_live = seen_dead = 0
     while p < end:
         offs.append(p)
-        flags, p = read_int(body, p)
-        dms, p = read_int(body, p)
-        dseq, p = read_int(body, p)
+        # Flags, ID deltas and counts are mostly 7-bit integers (two bytes
+        # with their back length), strings mostly short: read those inline.
+        b = body[p]
+        if b < 0x80:
+            flags = b
+            p += 2
+        else:
+            flags, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dms = b
+            p += 2
+        else:
+            dms, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dseq = b
+            p += 2
+        else:
+            dseq, p = read_int(body, p)
         sid = ((kms + dms) & _U64) << 64 | ((kseq + dseq) & _U64)
         if sid <= prev:
             raise ValueError("stream entry IDs out of order in a node")
@@ -378,8 +395,19 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
             k = 2 * n
             extra = 4
         for _ in range(k):
-            p = skip(body, p)
-        count, p = read_int(body, p)
+            b = body[p]
+            if b < 0x80:
+                p += 2
+            elif b < 0xC0:
+                p += (b & 0x3F) + 2
+            else:
+                p = skip(body, p)
+        b = body[p]
+        if b < 0x80:
+            count = b
+            p += 2
+        else:
+            count, p = read_int(body, p)
         if count != k + extra:
             raise ValueError("bad stream entry element count")
         numele += k + extra + 1
