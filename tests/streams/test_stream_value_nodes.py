@@ -16,10 +16,11 @@ import pytest
 import redis
 from helpers.servers import start_valkey
 
+from trafikey_server.protocol.rdbformat import Reader
 from trafikey_server.values.stream import MAX_ID, Consumer, Group, Nack, Stream, fmt_id, make_id
 from trafikey_server.values.stream_type import STREAM
 
-LIMITS = [(4096, 100), (200, 5), (0, 7), (100, 0), (1, 1)]
+LIMITS = [(4096, 100), (200, 5), (0, 7), (100, 0), (1, 1), (0, 300), (20000, 0)]
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +161,59 @@ def test_copy_is_deep() -> None:
     assert len(s) == 299 and s.get(make_id(1, 0)) == [b"f", b"1"] and s.get(make_id(400, 0)) is None
     assert make_id(3, 0) in s.groups[b"g"].pel and s.groups[b"g"].pel[make_id(3, 0)].consumer is c
     assert t.groups[b"g"].consumers[b"c"] is not c
+
+
+def test_counters_change_width(valkey: redis.Redis) -> None:
+    """A node's live and deleted counters crossing 127/128 and 4095/4096
+    change their listpack width (lpReplaceInteger): every entry after them
+    moves, and the node's bytes stay Valkey's both ways; a node of more
+    than 65,535 elements keeps its header count at "unknown"."""
+    r = valkey
+    r.delete("s")
+    r.config_set("stream-node-max-bytes", 0)
+    r.config_set("stream-node-max-entries", 0)
+    s = Stream()
+    pipe = r.pipeline(transaction=False)
+    for i in range(1, 14000):  # past 65,535 listpack elements: the header count stays "unknown"
+        fields = [b"f", b"%d" % i] if i % 7 else [b"g", b"x", b"h", b"y"]
+        pipe.execute_command("XADD", "s", b"1-%d" % i, *fields)
+        s.add(make_id(1, i), fields, (0, 0))
+    pipe.execute()
+    assert s.nodes()[0].nele > 65535
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    for i in list(range(4000, 4200, 3)) + list(range(1, 140)):
+        assert r.execute_command("XDEL", "s", b"1-%d" % i) == 1
+        assert s.delete(make_id(1, i))
+        s.max_deleted_id = max(s.max_deleted_id, make_id(1, i))
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    assert r.execute_command("XTRIM", "s", "MAXLEN", "=", 100) == s.trim(100, None, False, 0)
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    assert [(fmt_id(i), dict(zip(f[0::2], f[1::2], strict=True))) for i, f in s.range(0, MAX_ID)] == r.xrange("s")
+
+
+def test_ids_beyond_32_bits_in_one_node(valkey: redis.Redis) -> None:
+    """IDs whose ms (above the node's first) or seq pass 32 bits, within
+    one node: lookups, ranges, deletions and the node's bytes stay right."""
+    r = valkey
+    r.delete("s")
+    r.config_set("stream-node-max-bytes", 4096)
+    r.config_set("stream-node-max-entries", 100)
+    s = Stream()
+    ids = [make_id(1, 1), make_id(1, 2), make_id(1, 1 << 32), make_id(1, (1 << 64) - 2),
+           make_id(1 << 33, 0), make_id((1 << 64) - 1, 5)]
+    for n, sid in enumerate(ids):
+        r.execute_command("XADD", "s", fmt_id(sid), "f", n)
+        s.add(sid, [b"f", b"%d" % n], (4096, 100))
+    assert s.node_count() == 1
+    assert list(s.ids()) == ids
+    assert [s.get(i) for i in ids] == [[b"f", b"%d" % n] for n in range(len(ids))]
+    assert [i for i, _ in s.range(ids[2], ids[4], rev=True)] == ids[4:1:-1]
+    assert s.delete(ids[3]) and r.execute_command("XDEL", "s", fmt_id(ids[3])) == 1
+    s.max_deleted_id = ids[3]
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    loaded = STREAM.rdb_load(Reader(body), t, b"s", None, False)
+    assert list(loaded.ids()) == ids[:3] + ids[4:]

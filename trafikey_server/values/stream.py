@@ -15,8 +15,11 @@ or its entry count reach stream-node-max-bytes / -entries), a deletion
 only flags an entry until its node has no live entry left, and a trim
 removes whole nodes first: so XLEN after ``~`` trims, XINFO's node count
 and the RDB form are Valkey's, and an entry costs its listpack bytes plus
-its ID (16 bytes) and offset (4 bytes) in per-node arrays, not Python
-objects. Entries are decoded when read.
+its ID (8 bytes while its parts fit 32 bits) and offset (4 bytes) in
+per-node arrays, not Python objects. Entries are decoded when read.
+
+Pending entries lists (``Pel``) are dicts that keep their IDs sorted, so
+the range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect.
 
 This module is the structure and its API only (t_stream.c's
 streamAppendItem, streamTrim, iterators, the NACK and consumer records);
@@ -29,10 +32,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from . import listpack as lp
-from .listpack import enc_int, enc_str, read, read_int, signed64, skip
+from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -195,10 +198,12 @@ class Node:
     the listpack's elements (without header and end byte) exactly as
     Valkey's, ``nele`` their count, ``live``/``dead`` the primary entry's
     counters, ``fields`` the primary fields. ``ids`` holds each entry's
-    (ms, seq) and ``offs`` the offset of its flags element in ``body``, so
-    bisection and deletion need no decoding."""
+    ms above the primary's and its seq (32-bit words while they fit, else
+    64-bit: an ID is ``base + (ids[2i] << 64 | ids[2i+1])``) and ``offs``
+    the offset of its flags element in ``body``, so bisection and deletion
+    need no decoding."""
 
-    __slots__ = ("key", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
+    __slots__ = ("key", "base", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
 
     def __init__(self, key: int, fields: tuple[bytes, ...]) -> None:
         self.key = key
@@ -208,7 +213,8 @@ class Node:
         self.body = bytearray()
         self.nele = 0
         self.head = 0  # bytes of the live and deleted counters in body
-        self.ids = array("Q")
+        self.base = key >> 64 << 64
+        self.ids = array("I")
         self.offs = array("I")
 
     def __len__(self) -> int:
@@ -217,11 +223,20 @@ class Node:
 
     def id_at(self, i: int) -> int:
         ids = self.ids
-        return ids[2 * i] << 64 | ids[2 * i + 1]
+        return self.base + (ids[2 * i] << 64 | ids[2 * i + 1])
+
+    def push_id(self, sid: int) -> None:
+        ids = self.ids
+        dms, seq = (sid - self.base) >> 64, sid & _U64
+        if ids.typecode == "I" and (dms > 0xFFFFFFFF or seq > 0xFFFFFFFF):
+            ids = self.ids = array("Q", ids)
+        ids.append(dms)
+        ids.append(seq)
 
     def index(self, sid: int) -> int:
         """The position of the first entry whose ID is >= sid."""
         ids = self.ids
+        sid -= self.base
         lo, hi = 0, len(self.offs)
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -255,18 +270,36 @@ class Node:
         body = self.body
         p = self.offs[i]
         flags = body[p]
-        p = skip(body, skip(body, p + 2))
+        # Skip the flags and the two ID deltas (mostly 7- or 13-bit ints).
+        p += 2
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
         out: list[bytes] = []
         if flags & F_SAMEFIELDS:
             for f in self.fields:
-                v, p = read(body, p)
-                out.append(f)
-                out.append(v)
+                b = body[p]
+                if 0x80 <= b < 0xC0:  # a string of up to 63 bytes
+                    n = b & 0x3F
+                    out.append(f)
+                    out.append(bytes(body[p + 1:p + 1 + n]))
+                    p += n + 2
+                else:
+                    v, p = read(body, p)
+                    out.append(f)
+                    out.append(v)
             return out
         nf, p = read_int(body, p)
         for _ in range(2 * nf):
-            v, p = read(body, p)
-            out.append(v)
+            b = body[p]
+            if 0x80 <= b < 0xC0:
+                n = b & 0x3F
+                out.append(bytes(body[p + 1:p + 1 + n]))
+                p += n + 2
+            else:
+                v, p = read(body, p)
+                out.append(v)
         return out
 
     def blob(self) -> bytes:
@@ -276,14 +309,14 @@ class Node:
     def shrink(self) -> None:
         """lpShrinkToFit when the node closes: drop growth slack."""
         self.body = bytearray(self.body)
-        self.ids = array("Q", self.ids)
+        self.ids = array(self.ids.typecode, self.ids)
         self.offs = array("I", self.offs)
 
     def copy(self) -> Node:
         n = Node(self.key, self.fields)
         n.live, n.dead, n.nele, n.head = self.live, self.dead, self.nele, self.head
         n.body = bytearray(self.body)
-        n.ids = array("Q", self.ids)
+        n.ids = array(self.ids.typecode, self.ids)
         n.offs = array("I", self.offs)
         return n
 
@@ -327,16 +360,36 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
     node.dead = dead
     numele = 4 + nf
     kms, kseq = key >> 64, key & _U64
-    ids = node.ids
     offs = node.offs
+    prev = key - 1
     seen_live = seen_dead = 0
     while p < end:
         offs.append(p)
-        flags, p = read_int(body, p)
-        dms, p = read_int(body, p)
-        dseq, p = read_int(body, p)
-        ids.append((kms + dms) & _U64)
-        ids.append((kseq + dseq) & _U64)
+        # Flags, ID deltas and counts are mostly 7-bit integers (two bytes
+        # with their back length), strings mostly short: read those inline.
+        b = body[p]
+        if b < 0x80:
+            flags = b
+            p += 2
+        else:
+            flags, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dms = b
+            p += 2
+        else:
+            dms, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dseq = b
+            p += 2
+        else:
+            dseq, p = read_int(body, p)
+        sid = ((kms + dms) & _U64) << 64 | ((kseq + dseq) & _U64)
+        if sid <= prev:
+            raise ValueError("stream entry IDs out of order in a node")
+        prev = sid
+        node.push_id(sid)
         if flags & F_SAMEFIELDS:
             k = nf
             extra = 3
@@ -345,8 +398,19 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
             k = 2 * n
             extra = 4
         for _ in range(k):
-            p = skip(body, p)
-        count, p = read_int(body, p)
+            b = body[p]
+            if b < 0x80:
+                p += 2
+            elif b < 0xC0:
+                p += (b & 0x3F) + 2
+            else:
+                p = skip(body, p)
+        b = body[p]
+        if b < 0x80:
+            count = b
+            p += 2
+        else:
+            count, p = read_int(body, p)
         if count != k + extra:
             raise ValueError("bad stream entry element count")
         numele += k + extra + 1
@@ -369,7 +433,8 @@ class Stream:
     bookkeeping: the last ID ever given, the greatest deleted ID, the count
     of entries ever added, and the groups by name."""
 
-    __slots__ = ("_keys", "_nodes", "_len", "_first", "last_id", "max_deleted_id", "entries_added", "groups")
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_id", "max_deleted_id", "entries_added",
+                 "groups")
 
     def __init__(self) -> None:
         # The nodes' primary IDs (for bisection) and the nodes, in order.
@@ -377,6 +442,7 @@ class Stream:
         self._nodes: list[Node] = []
         self._len = 0
         self._first = 0
+        self._rax = 0  # radix-tree-nodes, 0 until computed for the current nodes
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
@@ -424,7 +490,7 @@ class Stream:
             max_bytes, max_entries = node_limits
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            if node.lp_bytes() + sum(map(len, fields)) >= max_bytes or (
+            if 7 + len(node.body) + sum(map(len, fields)) >= max_bytes or (
                     max_entries and node.live + node.dead >= max_entries):
                 node.shrink()
                 node = None
@@ -432,37 +498,44 @@ class Stream:
             node = _new_node(sid, fields)
             nodes.append(node)
             self._keys.append(sid)
-            flags = F_SAMEFIELDS
+            self._rax = 0
+            same = True
         else:
-            node.set_counts(node.live + 1, node.dead)
+            live = node.live
+            if live < 127:  # the counter stays one byte: lpReplaceInteger in place
+                node.body[0] = live + 1
+                node.live = live + 1
+            else:
+                node.set_counts(live + 1, node.dead)
             names = node.fields
-            flags = 0
-            if len(fields) == 2 * len(names):
-                if len(names) == 1:
-                    if fields[0] == names[0]:
-                        flags = F_SAMEFIELDS
-                elif tuple(fields[0::2]) == names:
-                    flags = F_SAMEFIELDS
+            if len(names) == 1:
+                same = len(fields) == 2 and fields[0] == names[0]
+            else:
+                same = len(fields) == 2 * len(names) and tuple(fields[0::2]) == names
         key = node.key
         ms, seq = sid >> 64, sid & _U64
-        nf = len(fields) // 2
+        dms = ms - (key >> 64)
+        dseq = seq - (key & _U64)
         body = node.body
         node.offs.append(len(body))
-        node.ids.append(ms)
-        node.ids.append(seq)
-        body += b"\x02\x01" if flags else b"\x00\x01"
-        body += enc_int(signed64(ms - (key >> 64)))
-        body += enc_int(signed64(seq - (key & _U64)))
-        if flags:
-            for v in fields[1::2]:
-                body += enc_str(v)
-            count = nf + 3
+        node.push_id(sid)
+        if same:
+            if len(fields) == 2:
+                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
+                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(signed64(dseq)),
+                        enc_str(fields[1]), b"\x04\x01"]
+                count = 4
+            else:
+                count = len(fields) // 2 + 3
+                part = [b"\x02\x01", enc_int(signed64(dms)), enc_int(signed64(dseq))]
+                part += [enc_str(v) for v in fields[1::2]]
+                part.append(enc_int(count))
         else:
-            body += enc_int(nf)
-            for v in fields:
-                body += enc_str(v)
-            count = 2 * nf + 4
-        body += enc_int(count)
+            count = len(fields) + 4
+            part = [b"\x00\x01", enc_int(signed64(dms)), enc_int(signed64(dseq)), enc_int(len(fields) // 2)]
+            part += [enc_str(v) for v in fields]
+            part.append(enc_int(count))
+        body += b"".join(part)
         node.nele += count + 1
         self._len += 1
         if self._len == 1:
@@ -501,11 +574,11 @@ class Stream:
                     return
                 if not node.live:
                     continue
-                body, offs, ids = node.body, node.offs, node.ids
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
                 i = node.index(start) if node.key < start else 0
                 n = len(offs)
                 while i < n:
-                    sid = ids[2 * i] << 64 | ids[2 * i + 1]
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
                     if sid > end:
                         return
                     if not body[offs[i]] & F_DELETED:
@@ -517,10 +590,10 @@ class Stream:
                 node = nodes[k]
                 if not node.live:
                     continue
-                body, offs, ids = node.body, node.offs, node.ids
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
                 i = node.index(end + 1) - 1
                 while i >= 0:
-                    sid = ids[2 * i] << 64 | ids[2 * i + 1]
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
                     if sid < start:
                         return
                     if not body[offs[i]] & F_DELETED:
@@ -528,32 +601,36 @@ class Stream:
                     i -= 1
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> Iterator[int]:
-        """The live IDs within [start, end], without decoding the entries."""
-        for sid, _ in self._walk(start, end, rev):
-            yield sid
+        """The live IDs within [start, end] in order (reversed when rev),
+        without decoding the entries."""
+        for node, i in self._positions(start, end, rev):
+            yield node.id_at(i)
 
-    def _walk(self, start: int, end: int, rev: bool) -> Iterator[tuple[int, None]]:
+    def _positions(self, start: int, end: int, rev: bool) -> Iterator[tuple[Node, int]]:
+        """(node, position) of each live entry within [start, end]."""
         if start > end or not self._len:
             return
         keys, nodes = self._keys, self._nodes
-        order = range(max(bisect_right(keys, start) - 1, 0), len(nodes)) if not rev else \
-            range(bisect_right(keys, end) - 1, -1, -1)
-        for k in order:
-            node = nodes[k]
-            body, offs = node.body, node.offs
-            idx: Iterable[int] = range(len(offs)) if not rev else range(len(offs) - 1, -1, -1)
-            for i in idx:
-                sid = node.id_at(i)
-                if sid > end:
-                    if rev:
-                        continue
+        if not rev:
+            for k in range(max(bisect_right(keys, start) - 1, 0), len(nodes)):
+                node = nodes[k]
+                if node.key > end:
                     return
-                if sid < start:
-                    if rev:
+                body, offs = node.body, node.offs
+                for i in range(node.index(start) if node.key < start else 0, len(offs)):
+                    if node.id_at(i) > end:
                         return
-                    continue
-                if not body[offs[i]] & F_DELETED:
-                    yield sid, None
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
+        else:
+            for k in range(bisect_right(keys, end) - 1, -1, -1):
+                node = nodes[k]
+                body, offs = node.body, node.offs
+                for i in range(node.index(end + 1) - 1, -1, -1):
+                    if node.id_at(i) < start:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
 
     def delete(self, sid: int) -> bool:
         """Remove one entry (streamIteratorRemoveEntry: flagged deleted, its
@@ -569,6 +646,7 @@ class Stream:
         if node.live == 1:
             del self._nodes[j]
             del self._keys[j]
+            self._rax = 0
         else:
             node.set_counts(node.live - 1, node.dead + 1)
         self._len -= 1
@@ -623,6 +701,7 @@ class Stream:
         if k:
             del nodes[:k]
             del self._keys[:k]
+            self._rax = 0
         if not self._len:
             self._first = 0
         elif deleted:
@@ -637,8 +716,11 @@ class Stream:
 
     def rax_nodes(self) -> int:
         """XINFO STREAM's radix-tree-nodes: the nodes of the radix tree over
-        the 16-byte big-endian primary IDs, as Valkey's rax lays them out."""
-        return rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        the 16-byte big-endian primary IDs, as Valkey's rax lays them out
+        (kept until the nodes change)."""
+        if not self._rax:
+            self._rax = rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        return self._rax
 
     def nodes(self) -> list[Node]:
         """The nodes in ID order (read-only use: RDB, MEMORY USAGE)."""
@@ -651,26 +733,30 @@ class Stream:
             raise ValueError("stream nodes out of order")
         self._keys.append(node.key)
         self._nodes.append(node)
+        self._rax = 0
         self._len += node.live
         if self._len == node.live:
             self._first = self.edge_id()
 
     def estimate_entries_read(self, sid: int) -> int:
-        """streamEstimateDistanceFromFirstEverEntry: the entries-read counter
-        of ``sid`` counted from the first entry ever added, or
-        INVALID_ENTRIES_READ when tombstones or its place make it unknown."""
+        """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 has it: the
+        entries-read counter of ``sid`` counted from the first entry ever
+        added, or INVALID_ENTRIES_READ when a deletion after ``sid`` or its
+        place make it unknown."""
         added = self.entries_added
         if not added:
             return 0
         last = self.last_id
         if not self._len and sid <= last:
             return added
+        md = self.max_deleted_id
+        if sid and sid < md:  # fragmented between sid and the last ID
+            return INVALID_ENTRIES_READ
         if sid == last:
             return added
         if sid > last:
             return INVALID_ENTRIES_READ
-        first = self.first_id
-        md = self.max_deleted_id
+        first = self._first
         if not md or md < first:
             if sid < first:
                 return added - self._len
@@ -679,12 +765,11 @@ class Stream:
         return INVALID_ENTRIES_READ
 
     def range_has_tombstones(self, start: int = 0, end: int = MAX_ID) -> bool:
-        """streamRangeHasTombstones: whether a deleted entry may lie within
-        [start, end] (the greatest deleted ID tells)."""
+        """streamRangeHasTombstones as Valkey 9.1 has it: whether the
+        greatest deleted ID lies within [start, end] of a non-empty stream
+        (a deletion before the first entry counts too)."""
         md = self.max_deleted_id
         if not self._len or not md:
-            return False
-        if self.first_id > md:
             return False
         return start <= md <= end
 
