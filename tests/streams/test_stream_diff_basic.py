@@ -575,3 +575,50 @@ def test_wrong_type_both_ways(pair23) -> None:  # type: ignore[no-untyped-def]
                 ("ZRANGE", "s", "0", "-1"), ("HGETALL", "s"), ("STRLEN", "s"),
                 ("SETRANGE", "s", "0", "x"), ("GETDEL", "s")]:
         refused(pair23, *cmd)
+
+
+# -- the stream as a key ----------------------------------------------------------------------
+
+
+def test_copy_rename_move_of_a_stream_with_groups(small_nodes) -> None:  # type: ignore[no-untyped-def]
+    p = small_nodes
+    _fill(p, "s", 8)
+    script(p, """
+        XDEL s 3-0
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g alice COUNT 3 STREAMS s >
+        XCLAIM s g bob 0 2-0 TIME 1000
+        XGROUP CREATE s h $ ENTRIESREAD 8
+        COPY s c
+        COPY s c
+        XINFO STREAM c FULL
+        XINFO GROUPS c
+        XADD c 9-0 f v
+        XREADGROUP GROUP g carol STREAMS c >
+        XACK c g 1-0
+        XINFO STREAM s FULL
+        XINFO STREAM c FULL
+        COPY c s REPLACE
+        XINFO STREAM s FULL
+        COPY s s1 DB 1
+        RENAME c r
+        XPENDING r g - + 10
+        MOVE r 1
+        SELECT 1
+        XINFO STREAM r FULL
+        XINFO STREAM s1 FULL
+        XREADGROUP GROUP g dave STREAMS s1 >
+        SELECT 0
+        SWAPDB 0 1
+        XINFO GROUPS s1
+        SWAPDB 0 1
+        OBJECT ENCODING s
+        EXPIRE s 100
+        TTL s
+        PERSIST s
+        TYPE r
+        DEL s
+        XINFO GROUPS s
+    """)
+    assert_same_state(p.v.port, p.t.port)
+    assert_same_state(p.v.port, p.t.port, db=1)
