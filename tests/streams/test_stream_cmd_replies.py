@@ -259,6 +259,7 @@ def test_consumer_group_refusals(pair23: Pair) -> None:
         ("XAUTOCLAIM", "s", "g", "c", "0", "x"), ("XAUTOCLAIM", "s", "g", "c", "0", "(+"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "0"), ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "x"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "8070450532247928833"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "1000000000000"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "FOO"), ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT"),
         ("XINFO", "STREAM", "nokey"), ("XINFO", "STREAM", "str"), ("XINFO", "STREAM", "s", "FOO"),
         ("XINFO", "STREAM", "s", "FULL", "COUNT"), ("XINFO", "STREAM", "s", "FULL", "COUNT", "x"),

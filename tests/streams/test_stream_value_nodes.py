@@ -19,7 +19,7 @@ from helpers.servers import start_valkey
 from trafikey_server.values.stream import MAX_ID, Consumer, Group, Nack, Stream, fmt_id, make_id
 from trafikey_server.values.stream_type import STREAM
 
-LIMITS = [(4096, 100), (200, 5), (0, 7), (100, 0), (1, 1)]
+LIMITS = [(4096, 100), (200, 5), (0, 7), (100, 0), (1, 1), (0, 300), (20000, 0)]
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +160,30 @@ def test_copy_is_deep() -> None:
     assert len(s) == 299 and s.get(make_id(1, 0)) == [b"f", b"1"] and s.get(make_id(400, 0)) is None
     assert make_id(3, 0) in s.groups[b"g"].pel and s.groups[b"g"].pel[make_id(3, 0)].consumer is c
     assert t.groups[b"g"].consumers[b"c"] is not c
+
+
+def test_counters_change_width(valkey: redis.Redis) -> None:
+    """A node's live and deleted counters crossing 127/128 and 4095/4096
+    change their listpack width (lpReplaceInteger): every entry after them
+    moves, and the node's bytes stay Valkey's both ways."""
+    r = valkey
+    r.delete("s")
+    r.config_set("stream-node-max-bytes", 0)
+    r.config_set("stream-node-max-entries", 0)
+    s = Stream()
+    for i in range(1, 4200):
+        fields = [b"f", b"%d" % i] if i % 7 else [b"g", b"x", b"h", b"y"]
+        r.execute_command("XADD", "s", b"1-%d" % i, *fields)
+        s.add(make_id(1, i), fields, (0, 0))
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    for i in list(range(4000, 4200, 3)) + list(range(1, 140)):
+        assert r.execute_command("XDEL", "s", b"1-%d" % i) == 1
+        assert s.delete(make_id(1, i))
+        s.max_deleted_id = max(s.max_deleted_id, make_id(1, i))
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    assert r.execute_command("XTRIM", "s", "MAXLEN", "=", 100) == s.trim(100, None, False, 0)
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    assert [(fmt_id(i), dict(zip(f[0::2], f[1::2], strict=True))) for i, f in s.range(0, MAX_ID)] == r.xrange("s")

@@ -181,14 +181,47 @@ def last_valid_id(s: Stream) -> int:
     return s.edge_id(False)
 
 
+def has_tombstones(s: Stream, start: int) -> bool:
+    """streamRangeHasTombstones(start, +) as Valkey 9.1 answers it: a
+    deleted entry at or after start, whether or not it is older than the
+    first live entry."""
+    md = s.max_deleted_id
+    return bool(len(s)) and bool(md) and start <= md
+
+
+def estimate_entries_read(s: Stream, sid: int) -> int:
+    """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 answers it:
+    the entries-read counter of sid, or INVALID_ENTRIES_READ. Below the
+    first live entry the counter is known only from the greatest deleted
+    ID on (or for 0-0): between the two, how many entries were read is
+    lost."""
+    added = s.entries_added
+    if not added:
+        return 0
+    n = len(s)
+    last = s.last_id
+    if sid == last or (not n and sid <= last):
+        return added
+    if sid > last:
+        return INVALID_ENTRIES_READ
+    first = s.first_id
+    md = s.max_deleted_id
+    if not md or md < first:
+        if sid < first:
+            return added - n if not sid or sid >= md else INVALID_ENTRIES_READ
+        if sid == first:
+            return added - n + 1
+    return INVALID_ENTRIES_READ
+
+
 def lag_reply(c: Client, s: Stream, g: Group) -> bytes:
     """streamReplyWithCGLag: entries not yet delivered to the group, or null
     when that cannot be told."""
     if not s.entries_added:
         return ZERO
-    if g.entries_read != INVALID_ENTRIES_READ and not s.range_has_tombstones(g.last_id):
+    if g.entries_read != INVALID_ENTRIES_READ and not has_tombstones(s, g.last_id):
         return integer(s.entries_added - g.entries_read)
-    read = s.estimate_entries_read(g.last_id)
+    read = estimate_entries_read(s, g.last_id)
     if read != INVALID_ENTRIES_READ:
         return integer(s.entries_added - read)
     return c.r.null
@@ -724,10 +757,11 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
     moved = False
     for sid, fields in s.range(start, MAX_ID):
         if sid > g.last_id:
-            if g.entries_read != INVALID_ENTRIES_READ and not s.range_has_tombstones(sid):
+            if (g.entries_read != INVALID_ENTRIES_READ and g.last_id >= s.first_id
+                    and not has_tombstones(s, g.last_id)):
                 g.entries_read += 1
-            elif s.entries_added:
-                g.entries_read = s.estimate_entries_read(sid)
+            else:
+                g.entries_read = estimate_entries_read(s, sid)
             g.last_id = sid
             moved = True
         out.append(entry_reply(sid, fields))

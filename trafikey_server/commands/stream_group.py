@@ -12,6 +12,7 @@ entry they touched, as Valkey propagates them.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
@@ -175,6 +176,7 @@ def xgroup_delconsumer(c: Client, argv: list[bytes]) -> bytes:
     for sid in consumer.pel:
         g.pel.pop(sid, None)
     emit(c.db, b"xgroup-delconsumer", argv[2])
+    propagate(c, [argv])
     return integer(len(consumer.pel))
 
 
@@ -368,6 +370,9 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
 
 
 _COUNT_MAX = ((1 << 63) - 1) // 16
+# Valkey allocates 16 bytes per COUNT up front (the deleted IDs) and refuses
+# a COUNT whose allocation fails; the machine's memory is where it fails.
+_ALLOC_LIMIT = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
@@ -399,6 +404,8 @@ def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
     s, g = _group_of(c, key, groupname)
     if s is None or g is None:
         raise _nogroup(key, groupname)
+    if count * 16 > _ALLOC_LIMIT:
+        raise CommandError(b"ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
     now = c.server.clock.ms()
     consumer = _claimer(c, g, argv[3], key, now)
     attempts = count * 10

@@ -14,7 +14,10 @@ which is false while no key is watched and nothing observes. A value added
 under an absent key (``add``, or ``set`` of an absent key: Valkey's dbAdd) is
 also where a key some client is blocked on becomes ready (``blocking.py``),
 and where keyspace notifications raise ``new``; with nobody blocked and
-notifications off that costs two tests.
+notifications off that costs two tests. A key deleted, overwritten, expired,
+flushed or swapped away is ready for the clients that wait to hear of that
+(XREADGROUP, ``_gone``), and XADD signals its key on every entry
+(``signal_ready``); each costs one test of ``blocking`` when nobody waits.
 """
 
 from __future__ import annotations
@@ -192,6 +195,15 @@ class Db:
         waiting = self.blocking.get(key)
         if waiting and any(c.blocked is not None and c.blocked.nokey for c in waiting):
             self._ready(key)
+
+    def signal_replaced(self, other: Db) -> None:
+        """Valkey's scanDatabaseForDeletedKeys, before this database's data
+        is swapped with ``other``'s (SWAPDB): each waited-for key that goes
+        or changes type."""
+        for key in list(self.blocking):
+            v = self.data.get(key)
+            if v is not None and type(v) is not type(other.data.get(key)):
+                self._gone(key)
 
     def signal_all_ready(self) -> None:
         """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key

@@ -303,5 +303,11 @@ class Blocking:
     def blocking_keys(self) -> int:
         return sum(len(db.blocking) for db in self.server.dbs)
 
+    def blocking_keys_on_nokey(self) -> int:
+        """Keys with at least one client that also wakes when the key goes
+        (XREADGROUP)."""
+        return sum(1 for db in self.server.dbs for waiting in db.blocking.values()
+                   if any(c.blocked is not None and c.blocked.nokey for c in waiting))
+
     def in_timeout_table(self) -> int:
         return sum(1 for c in self.clients if c.blocked is not None and c.blocked.deadline)

@@ -32,6 +32,12 @@ def backlen(n: int) -> bytes:
 
 def enc_int(v: int) -> bytes:
     """lpAppendInteger: the smallest integer encoding, back length included."""
+    if -4096 <= v <= 4095:
+        return SMALL_INT_ENC[v]
+    return _enc_int(v)
+
+
+def _enc_int(v: int) -> bytes:
     if 0 <= v <= 127:
         return bytes((v, 1))
     if -4096 <= v <= 4095:
@@ -44,6 +50,12 @@ def enc_int(v: int) -> bytes:
     if -(1 << 31) <= v < (1 << 31):
         return b"\xf3" + (v & 0xFFFFFFFF).to_bytes(4, "little") + b"\x05"
     return b"\xf4" + (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") + b"\x09"
+
+
+# The encodings of -4096..4095, indexed by the value itself (negative
+# values wrap to the end), so the common stream deltas and counters are one
+# lookup.
+SMALL_INT_ENC: tuple[bytes, ...] = tuple(_enc_int(v) for v in range(4096)) + tuple(_enc_int(v) for v in range(-4096, 0))
 
 
 def enc_str(s: bytes) -> bytes:

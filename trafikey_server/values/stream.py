@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from . import listpack as lp
-from .listpack import enc_int, enc_str, read, read_int, signed64, skip
+from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -255,18 +255,36 @@ class Node:
         body = self.body
         p = self.offs[i]
         flags = body[p]
-        p = skip(body, skip(body, p + 2))
+        # Skip the flags and the two ID deltas (mostly 7- or 13-bit ints).
+        p += 2
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
         out: list[bytes] = []
         if flags & F_SAMEFIELDS:
             for f in self.fields:
-                v, p = read(body, p)
-                out.append(f)
-                out.append(v)
+                b = body[p]
+                if 0x80 <= b < 0xC0:  # a string of up to 63 bytes
+                    n = b & 0x3F
+                    out.append(f)
+                    out.append(bytes(body[p + 1:p + 1 + n]))
+                    p += n + 2
+                else:
+                    v, p = read(body, p)
+                    out.append(f)
+                    out.append(v)
             return out
         nf, p = read_int(body, p)
         for _ in range(2 * nf):
-            v, p = read(body, p)
-            out.append(v)
+            b = body[p]
+            if 0x80 <= b < 0xC0:
+                n = b & 0x3F
+                out.append(bytes(body[p + 1:p + 1 + n]))
+                p += n + 2
+            else:
+                v, p = read(body, p)
+                out.append(v)
         return out
 
     def blob(self) -> bytes:
@@ -369,7 +387,8 @@ class Stream:
     bookkeeping: the last ID ever given, the greatest deleted ID, the count
     of entries ever added, and the groups by name."""
 
-    __slots__ = ("_keys", "_nodes", "_len", "_first", "last_id", "max_deleted_id", "entries_added", "groups")
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_id", "max_deleted_id", "entries_added",
+                 "groups")
 
     def __init__(self) -> None:
         # The nodes' primary IDs (for bisection) and the nodes, in order.
@@ -377,6 +396,7 @@ class Stream:
         self._nodes: list[Node] = []
         self._len = 0
         self._first = 0
+        self._rax = 0  # radix-tree-nodes, 0 until computed for the current nodes
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
@@ -424,7 +444,7 @@ class Stream:
             max_bytes, max_entries = node_limits
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            if node.lp_bytes() + sum(map(len, fields)) >= max_bytes or (
+            if 7 + len(node.body) + sum(map(len, fields)) >= max_bytes or (
                     max_entries and node.live + node.dead >= max_entries):
                 node.shrink()
                 node = None
@@ -432,37 +452,46 @@ class Stream:
             node = _new_node(sid, fields)
             nodes.append(node)
             self._keys.append(sid)
-            flags = F_SAMEFIELDS
+            self._rax = 0
+            same = True
         else:
-            node.set_counts(node.live + 1, node.dead)
+            live = node.live
+            if live < 127:  # the counter stays one byte: lpReplaceInteger in place
+                node.body[0] = live + 1
+                node.live = live + 1
+            else:
+                node.set_counts(live + 1, node.dead)
             names = node.fields
-            flags = 0
-            if len(fields) == 2 * len(names):
-                if len(names) == 1:
-                    if fields[0] == names[0]:
-                        flags = F_SAMEFIELDS
-                elif tuple(fields[0::2]) == names:
-                    flags = F_SAMEFIELDS
+            if len(names) == 1:
+                same = len(fields) == 2 and fields[0] == names[0]
+            else:
+                same = len(fields) == 2 * len(names) and tuple(fields[0::2]) == names
         key = node.key
         ms, seq = sid >> 64, sid & _U64
-        nf = len(fields) // 2
+        dms = ms - (key >> 64)
+        dseq = seq - (key & _U64)
         body = node.body
         node.offs.append(len(body))
-        node.ids.append(ms)
-        node.ids.append(seq)
-        body += b"\x02\x01" if flags else b"\x00\x01"
-        body += enc_int(signed64(ms - (key >> 64)))
-        body += enc_int(signed64(seq - (key & _U64)))
-        if flags:
-            for v in fields[1::2]:
-                body += enc_str(v)
-            count = nf + 3
+        ids = node.ids
+        ids.append(ms)
+        ids.append(seq)
+        if same:
+            if len(fields) == 2:
+                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
+                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(signed64(dseq)),
+                        enc_str(fields[1]), b"\x04\x01"]
+                count = 4
+            else:
+                count = len(fields) // 2 + 3
+                part = [b"\x02\x01", enc_int(signed64(dms)), enc_int(signed64(dseq))]
+                part += [enc_str(v) for v in fields[1::2]]
+                part.append(enc_int(count))
         else:
-            body += enc_int(nf)
-            for v in fields:
-                body += enc_str(v)
-            count = 2 * nf + 4
-        body += enc_int(count)
+            count = len(fields) + 4
+            part = [b"\x00\x01", enc_int(signed64(dms)), enc_int(signed64(dseq)), enc_int(len(fields) // 2)]
+            part += [enc_str(v) for v in fields]
+            part.append(enc_int(count))
+        body += b"".join(part)
         node.nele += count + 1
         self._len += 1
         if self._len == 1:
@@ -528,32 +557,36 @@ class Stream:
                     i -= 1
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> Iterator[int]:
-        """The live IDs within [start, end], without decoding the entries."""
-        for sid, _ in self._walk(start, end, rev):
-            yield sid
+        """The live IDs within [start, end] in order (reversed when rev),
+        without decoding the entries."""
+        for node, i in self._positions(start, end, rev):
+            yield node.id_at(i)
 
-    def _walk(self, start: int, end: int, rev: bool) -> Iterator[tuple[int, None]]:
+    def _positions(self, start: int, end: int, rev: bool) -> Iterator[tuple[Node, int]]:
+        """(node, position) of each live entry within [start, end]."""
         if start > end or not self._len:
             return
         keys, nodes = self._keys, self._nodes
-        order = range(max(bisect_right(keys, start) - 1, 0), len(nodes)) if not rev else \
-            range(bisect_right(keys, end) - 1, -1, -1)
-        for k in order:
-            node = nodes[k]
-            body, offs = node.body, node.offs
-            idx: Iterable[int] = range(len(offs)) if not rev else range(len(offs) - 1, -1, -1)
-            for i in idx:
-                sid = node.id_at(i)
-                if sid > end:
-                    if rev:
-                        continue
+        if not rev:
+            for k in range(max(bisect_right(keys, start) - 1, 0), len(nodes)):
+                node = nodes[k]
+                if node.key > end:
                     return
-                if sid < start:
-                    if rev:
+                body, offs = node.body, node.offs
+                for i in range(node.index(start) if node.key < start else 0, len(offs)):
+                    if node.id_at(i) > end:
                         return
-                    continue
-                if not body[offs[i]] & F_DELETED:
-                    yield sid, None
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
+        else:
+            for k in range(bisect_right(keys, end) - 1, -1, -1):
+                node = nodes[k]
+                body, offs = node.body, node.offs
+                for i in range(node.index(end + 1) - 1, -1, -1):
+                    if node.id_at(i) < start:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
 
     def delete(self, sid: int) -> bool:
         """Remove one entry (streamIteratorRemoveEntry: flagged deleted, its
@@ -569,6 +602,7 @@ class Stream:
         if node.live == 1:
             del self._nodes[j]
             del self._keys[j]
+            self._rax = 0
         else:
             node.set_counts(node.live - 1, node.dead + 1)
         self._len -= 1
@@ -623,6 +657,7 @@ class Stream:
         if k:
             del nodes[:k]
             del self._keys[:k]
+            self._rax = 0
         if not self._len:
             self._first = 0
         elif deleted:
@@ -637,8 +672,11 @@ class Stream:
 
     def rax_nodes(self) -> int:
         """XINFO STREAM's radix-tree-nodes: the nodes of the radix tree over
-        the 16-byte big-endian primary IDs, as Valkey's rax lays them out."""
-        return rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        the 16-byte big-endian primary IDs, as Valkey's rax lays them out
+        (kept until the nodes change)."""
+        if not self._rax:
+            self._rax = rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        return self._rax
 
     def nodes(self) -> list[Node]:
         """The nodes in ID order (read-only use: RDB, MEMORY USAGE)."""
@@ -651,26 +689,30 @@ class Stream:
             raise ValueError("stream nodes out of order")
         self._keys.append(node.key)
         self._nodes.append(node)
+        self._rax = 0
         self._len += node.live
         if self._len == node.live:
             self._first = self.edge_id()
 
     def estimate_entries_read(self, sid: int) -> int:
-        """streamEstimateDistanceFromFirstEverEntry: the entries-read counter
-        of ``sid`` counted from the first entry ever added, or
-        INVALID_ENTRIES_READ when tombstones or its place make it unknown."""
+        """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 has it: the
+        entries-read counter of ``sid`` counted from the first entry ever
+        added, or INVALID_ENTRIES_READ when a deletion after ``sid`` or its
+        place make it unknown."""
         added = self.entries_added
         if not added:
             return 0
         last = self.last_id
         if not self._len and sid <= last:
             return added
+        md = self.max_deleted_id
+        if sid and sid < md:  # fragmented between sid and the last ID
+            return INVALID_ENTRIES_READ
         if sid == last:
             return added
         if sid > last:
             return INVALID_ENTRIES_READ
-        first = self.first_id
-        md = self.max_deleted_id
+        first = self._first
         if not md or md < first:
             if sid < first:
                 return added - self._len
@@ -679,12 +721,11 @@ class Stream:
         return INVALID_ENTRIES_READ
 
     def range_has_tombstones(self, start: int = 0, end: int = MAX_ID) -> bool:
-        """streamRangeHasTombstones: whether a deleted entry may lie within
-        [start, end] (the greatest deleted ID tells)."""
+        """streamRangeHasTombstones as Valkey 9.1 has it: whether the
+        greatest deleted ID lies within [start, end] of a non-empty stream
+        (a deletion before the first entry counts too)."""
         md = self.max_deleted_id
         if not self._len or not md:
-            return False
-        if self.first_id > md:
             return False
         return start <= md <= end
 

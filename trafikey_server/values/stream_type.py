@@ -52,14 +52,16 @@ def _memory(v: Stream, samples: int) -> int:
     the listpacks (the first ``samples`` measured, the rest estimated from
     them, the last one as allocated) and the groups' PELs and consumers."""
     nodes = v.nodes()
-    size = 16 + 96 + 48 * (v.rax_nodes() if nodes else 1)
+    size = 16 + 96 + 48 * v.rax_nodes()
     if nodes:
+        # The open (last) node holds its preallocation until it closes.
+        last = alloc_size(max(nodes[-1].lp_bytes(), 4096))
         sample = nodes[:samples] if samples else nodes
         lps = sum(alloc_size(n.lp_bytes()) for n in sample)
         if len(nodes) <= len(sample):
-            size += lps
+            size += lps - alloc_size(nodes[-1].lp_bytes()) + last
         else:
-            size += lps // len(sample) * (len(nodes) - 1) + alloc_size(max(nodes[-1].lp_bytes(), 4096))
+            size += lps // len(sample) * (len(nodes) - 1) + last
     for g in v.groups.values():
         size += 80 + 48 * (1 + len(g.pel)) + 24 * len(g.pel)
         for c in g.consumers.values():

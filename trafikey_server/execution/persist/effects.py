@@ -269,7 +269,8 @@ RULES: dict[bytes, Rule] = {
     b"cluster|flushslot": _nothing,
     # Stream writes that log other commands log them from their handlers
     # (commands/stream.py: XADD with its ID and an exact trim, XREADGROUP,
-    # XCLAIM and XAUTOCLAIM as XCLAIM ... FORCE JUSTID and XGROUP SETID).
+    # XCLAIM and XAUTOCLAIM as XCLAIM ... FORCE JUSTID and XGROUP SETID,
+    # XGROUP DELCONSUMER when a consumer went).
     b"xadd": _nothing,
     b"xtrim": _nothing,
     b"xreadgroup": _nothing,
@@ -279,7 +280,7 @@ RULES: dict[bytes, Rule] = {
     b"xack": _unless_zero,
     b"xgroup|destroy": _unless_zero,
     b"xgroup|createconsumer": _unless_zero,
-    b"xgroup|delconsumer": _unless_zero,
+    b"xgroup|delconsumer": _nothing,  # its reply counts pending entries, not the change
 }
 
 
