@@ -104,7 +104,7 @@ def _int(node: Node, absolute: bool) -> Node:
 
 
 def _is_key(node: Node) -> bool:
-    return node[0] in (b"$", b"+") and isinstance(node[1], bytes)
+    return isinstance(node, tuple) and node[0] in (b"$", b"+") and isinstance(node[1], bytes)
 
 
 def mask_info(node: Node) -> Node:
@@ -194,9 +194,11 @@ def first_difference(command: tuple, a: bytes, b: bytes) -> str:
             return None if p == q else f"{path}: {p!r} != {q!r}"
         if len(p[1]) != len(q[1]):
             return f"{path}: length {len(p[1])} != {len(q[1])}"
-        for i, (u, v) in enumerate(zip(p[1], q[1], strict=True)):
-            label = u[1] if isinstance(u, tuple) and isinstance(u[1], bytes) else i
-            found = walk(u, v, f"{path}/{label!r}" if not isinstance(label, int) else f"{path}[{i}]")
+        items = p[1]
+        keyed = len(items) % 2 == 0 and all(_is_key(items[i]) for i in range(0, len(items), 2))
+        for i, (u, v) in enumerate(zip(items, q[1], strict=True)):
+            step = f"/{items[i - 1][1].decode(errors='replace')}" if keyed and i % 2 else f"[{i}]"
+            found = walk(u, v, path + step)
             if found:
                 return found
         return None
