@@ -521,6 +521,21 @@ def test_xinfo_stream(small_nodes) -> None:  # type: ignore[no-untyped-def]
     check(p, "XINFO", "help")
 
 
+def test_xinfo_stream_full_counts(pair23) -> None:  # type: ignore[no-untyped-def]
+    """FULL shows 10 entries, PEL entries and consumer PEL entries by default."""
+    _fill(pair23, "s", 25)
+    script(pair23, """
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g a COUNT 12 STREAMS s >
+        XREADGROUP GROUP g b STREAMS s >
+        XCLAIM s g c 0 1-0 2-0 3-0 TIME 1000
+        XINFO STREAM s FULL
+        XINFO STREAM s FULL COUNT 3
+        XINFO STREAM s FULL COUNT 0
+        XINFO STREAM s FULL COUNT 11
+    """)
+
+
 def test_xinfo_radix_tree_counts(small_nodes) -> None:  # type: ignore[no-untyped-def]
     """radix-tree-keys is the number of listpack nodes; radix-tree-nodes
     the rax's node count: both as Valkey reports them as a stream grows,
@@ -622,3 +637,47 @@ def test_copy_rename_move_of_a_stream_with_groups(small_nodes) -> None:  # type:
     """)
     assert_same_state(p.v.port, p.t.port)
     assert_same_state(p.v.port, p.t.port, db=1)
+
+
+def test_stream_replies_through_scripts(pair23) -> None:  # type: ignore[no-untyped-def]
+    """Stream replies converted to Lua values and back, in RESP2 and with
+    the script in RESP3."""
+    _fill(pair23, "s", 3)
+    pair23.check("XGROUP", "CREATE", "s", "g", "0")
+    for body in [
+        "return redis.call('XRANGE', KEYS[1], '-', '+')",
+        "return redis.call('XREAD', 'STREAMS', KEYS[1], '0')",
+        "return redis.call('XREAD', 'STREAMS', KEYS[1], '99')",
+        "return redis.call('XINFO', 'STREAM', KEYS[1])",
+        "return redis.call('XINFO', 'GROUPS', KEYS[1])",
+        "return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', '1', 'STREAMS', KEYS[1], '>')",
+        "return redis.call('XPENDING', KEYS[1], 'g')",
+        "return redis.call('XAUTOCLAIM', KEYS[1], 'g', 'd', '0', '0')",
+        "return redis.pcall('XADD', KEYS[1], '1-0', 'f', 'v')",
+        "return redis.call('XADD', KEYS[1], '9-*', 'f', 'v')",
+        "redis.setresp(3); return redis.call('XPENDING', KEYS[1], 'g')",
+    ]:
+        check(pair23, "EVAL", body, "1", "s")
+    # A map becomes a Lua table, walked in another order here than in
+    # Valkey (docs/compatibility.md): compared as maps.
+    for body in [
+        "redis.setresp(3); return redis.call('XINFO', 'STREAM', KEYS[1])",
+        "redis.setresp(3); return redis.call('XREAD', 'STREAMS', KEYS[1], '0')",
+        "redis.setresp(3); return redis.call('XREAD', 'STREAMS', KEYS[1], '99')",
+        "redis.setresp(3); return redis.call('XINFO', 'GROUPS', KEYS[1])",
+    ]:
+        v, t = pair23.both("EVAL", body, "1", "s")
+        assert _as_maps(tree(t)) == _as_maps(tree(v)), f"{body}\n valkey:   {v!r}\n trafikey: {t!r}"
+
+
+def _as_maps(node):  # type: ignore[no-untyped-def]
+    """A parsed reply with every map's pairs (a RESP3 map, or the flat
+    array a map becomes in RESP2) in sorted order."""
+    kind, payload = node[0], node[1]
+    if not isinstance(payload, list):
+        return node
+    items = [_as_maps(x) for x in payload]
+    keyed = len(items) % 2 == 0 and all(x[0] in (b"$", b"+") for x in items[0::2])
+    if kind == b"%" or (keyed and items):
+        return (kind, sorted(zip(items[0::2], items[1::2], strict=True), key=repr))
+    return (kind, items)
