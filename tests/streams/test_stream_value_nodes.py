@@ -16,6 +16,7 @@ import pytest
 import redis
 from helpers.servers import start_valkey
 
+from trafikey_server.protocol.rdbformat import Reader
 from trafikey_server.values.stream import MAX_ID, Consumer, Group, Nack, Stream, fmt_id, make_id
 from trafikey_server.values.stream_type import STREAM
 
@@ -187,3 +188,28 @@ def test_counters_change_width(valkey: redis.Redis) -> None:
     t, body = STREAM.rdb_save(s)
     assert bytes((t,)) + body == r.dump("s")[:-10]
     assert [(fmt_id(i), dict(zip(f[0::2], f[1::2], strict=True))) for i, f in s.range(0, MAX_ID)] == r.xrange("s")
+
+
+def test_ids_beyond_32_bits_in_one_node(valkey: redis.Redis) -> None:
+    """IDs whose ms (above the node's first) or seq pass 32 bits, within
+    one node: lookups, ranges, deletions and the node's bytes stay right."""
+    r = valkey
+    r.delete("s")
+    r.config_set("stream-node-max-bytes", 4096)
+    r.config_set("stream-node-max-entries", 100)
+    s = Stream()
+    ids = [make_id(1, 1), make_id(1, 2), make_id(1, 1 << 32), make_id(1, (1 << 64) - 2),
+           make_id(1 << 33, 0), make_id((1 << 64) - 1, 5)]
+    for n, sid in enumerate(ids):
+        r.execute_command("XADD", "s", fmt_id(sid), "f", n)
+        s.add(sid, [b"f", b"%d" % n], (4096, 100))
+    assert s.node_count() == 1
+    assert list(s.ids()) == ids
+    assert [s.get(i) for i in ids] == [[b"f", b"%d" % n] for n in range(len(ids))]
+    assert [i for i, _ in s.range(ids[2], ids[4], rev=True)] == ids[4:1:-1]
+    assert s.delete(ids[3]) and r.execute_command("XDEL", "s", fmt_id(ids[3])) == 1
+    s.max_deleted_id = ids[3]
+    t, body = STREAM.rdb_save(s)
+    assert bytes((t,)) + body == r.dump("s")[:-10]
+    loaded = STREAM.rdb_load(Reader(body), t, b"s", None, False)
+    assert list(loaded.ids()) == ids[:3] + ids[4:]

@@ -164,9 +164,15 @@ def emit(db: Db, event: bytes, key: bytes) -> None:
         db.events.emit(db, event, key)
 
 
-def propagate(c: Client, effects: list[list[bytes]]) -> None:
+def logging(c: Client) -> bool:
+    """Whether the append-only file records what this command does (on,
+    and not being replayed)."""
+    return c.server.aof is not None and not c.server.loading
+
+
+def propagate(c: Client, effects: list[list[bytes]] | None) -> None:
     """The commands the append-only file records for this one (Valkey's
-    alsoPropagate); nothing while the file is being replayed."""
+    alsoPropagate); nothing while the file is off or being replayed."""
     aof = c.server.aof
     if aof is not None and effects and not c.server.loading:
         aof.add(c.db.id, effects)
@@ -381,8 +387,11 @@ def _exact_trim_arg(s: Stream, t: _Trim) -> bytes:
     return fmt_id(s.edge_id(True, False))
 
 
+_PLAIN = _Trim()  # XADD key * ...: no option, a generated ID
+
+
 def xadd(c: Client, argv: list[bytes]) -> bytes:
-    t, idpos = _trim_args(c, argv, True)
+    t, idpos = (_PLAIN, 2) if argv[2] == b"*" else _trim_args(c, argv, True)
     field_pos = idpos + 1
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields % 2:
@@ -697,7 +706,8 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
 
     now = c.server.clock.ms()
     served: list[bytes] = []
-    effects: list[list[bytes]] = []
+    # What the append-only file will record, gathered only while it is on.
+    effects: list[list[bytes]] | None = [] if logging(c) else None
     for k, key in enumerate(keys):
         s = get_stream(db, key, True)
         if s is None:
@@ -717,7 +727,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
             consumer = g.consumers.get(consumername)
             if consumer is None:
                 consumer = create_consumer(c, g, consumername, key)
-                if noack:
+                if noack and effects is not None:
                     effects.append([b"XGROUP", b"CREATECONSUMER", key, groupname, consumername])
             consumer.seen_time = now
         elif len(s) and last_valid_id(s) > gt:
@@ -748,7 +758,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
 
 
 def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer, noack: bool, now: int,
-                 key: bytes, groupname: bytes, effects: list[list[bytes]]) -> bytes:
+                 key: bytes, groupname: bytes, effects: list[list[bytes]] | None) -> bytes:
     """streamReplyWithRange with a group: new entries for a consumer, each
     moving the group's last ID and counter and (unless NOACK) entering the
     pending lists, logged as the XCLAIM that recreates it."""
@@ -777,11 +787,12 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
                 nack.delivery_count = 1
             consumer.pel[sid] = nack
             consumer.active_time = now
-            effects.append(xclaim_effect(key, groupname, g, fmt_id(sid), nack))
+            if effects is not None:
+                effects.append(xclaim_effect(key, groupname, g, fmt_id(sid), nack))
         n += 1
         if n == count:
             break
-    if moved:
+    if moved and effects is not None:
         effects.append(setid_effect(key, groupname, g))
     out[0] = array_header(n)
     return b"".join(out)

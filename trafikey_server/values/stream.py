@@ -195,10 +195,12 @@ class Node:
     the listpack's elements (without header and end byte) exactly as
     Valkey's, ``nele`` their count, ``live``/``dead`` the primary entry's
     counters, ``fields`` the primary fields. ``ids`` holds each entry's
-    (ms, seq) and ``offs`` the offset of its flags element in ``body``, so
-    bisection and deletion need no decoding."""
+    ms above the primary's and its seq (32-bit words while they fit, else
+    64-bit: an ID is ``base + (ids[2i] << 64 | ids[2i+1])``) and ``offs``
+    the offset of its flags element in ``body``, so bisection and deletion
+    need no decoding."""
 
-    __slots__ = ("key", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
+    __slots__ = ("key", "base", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
 
     def __init__(self, key: int, fields: tuple[bytes, ...]) -> None:
         self.key = key
@@ -208,7 +210,8 @@ class Node:
         self.body = bytearray()
         self.nele = 0
         self.head = 0  # bytes of the live and deleted counters in body
-        self.ids = array("Q")
+        self.base = key >> 64 << 64
+        self.ids = array("I")
         self.offs = array("I")
 
     def __len__(self) -> int:
@@ -217,11 +220,20 @@ class Node:
 
     def id_at(self, i: int) -> int:
         ids = self.ids
-        return ids[2 * i] << 64 | ids[2 * i + 1]
+        return self.base + (ids[2 * i] << 64 | ids[2 * i + 1])
+
+    def push_id(self, sid: int) -> None:
+        ids = self.ids
+        dms, seq = (sid - self.base) >> 64, sid & _U64
+        if ids.typecode == "I" and (dms > 0xFFFFFFFF or seq > 0xFFFFFFFF):
+            ids = self.ids = array("Q", ids)
+        ids.append(dms)
+        ids.append(seq)
 
     def index(self, sid: int) -> int:
         """The position of the first entry whose ID is >= sid."""
         ids = self.ids
+        sid -= self.base
         lo, hi = 0, len(self.offs)
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -294,14 +306,14 @@ class Node:
     def shrink(self) -> None:
         """lpShrinkToFit when the node closes: drop growth slack."""
         self.body = bytearray(self.body)
-        self.ids = array("Q", self.ids)
+        self.ids = array(self.ids.typecode, self.ids)
         self.offs = array("I", self.offs)
 
     def copy(self) -> Node:
         n = Node(self.key, self.fields)
         n.live, n.dead, n.nele, n.head = self.live, self.dead, self.nele, self.head
         n.body = bytearray(self.body)
-        n.ids = array("Q", self.ids)
+        n.ids = array(self.ids.typecode, self.ids)
         n.offs = array("I", self.offs)
         return n
 
@@ -345,16 +357,36 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
     node.dead = dead
     numele = 4 + nf
     kms, kseq = key >> 64, key & _U64
-    ids = node.ids
     offs = node.offs
+    prev = key - 1
     seen_live = seen_dead = 0
     while p < end:
         offs.append(p)
-        flags, p = read_int(body, p)
-        dms, p = read_int(body, p)
-        dseq, p = read_int(body, p)
-        ids.append((kms + dms) & _U64)
-        ids.append((kseq + dseq) & _U64)
+        # Flags, ID deltas and counts are mostly 7-bit integers (two bytes
+        # with their back length), strings mostly short: read those inline.
+        b = body[p]
+        if b < 0x80:
+            flags = b
+            p += 2
+        else:
+            flags, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dms = b
+            p += 2
+        else:
+            dms, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dseq = b
+            p += 2
+        else:
+            dseq, p = read_int(body, p)
+        sid = ((kms + dms) & _U64) << 64 | ((kseq + dseq) & _U64)
+        if sid <= prev:
+            raise ValueError("stream entry IDs out of order in a node")
+        prev = sid
+        node.push_id(sid)
         if flags & F_SAMEFIELDS:
             k = nf
             extra = 3
@@ -363,8 +395,19 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
             k = 2 * n
             extra = 4
         for _ in range(k):
-            p = skip(body, p)
-        count, p = read_int(body, p)
+            b = body[p]
+            if b < 0x80:
+                p += 2
+            elif b < 0xC0:
+                p += (b & 0x3F) + 2
+            else:
+                p = skip(body, p)
+        b = body[p]
+        if b < 0x80:
+            count = b
+            p += 2
+        else:
+            count, p = read_int(body, p)
         if count != k + extra:
             raise ValueError("bad stream entry element count")
         numele += k + extra + 1
@@ -472,9 +515,7 @@ class Stream:
         dseq = seq - (key & _U64)
         body = node.body
         node.offs.append(len(body))
-        ids = node.ids
-        ids.append(ms)
-        ids.append(seq)
+        node.push_id(sid)
         if same:
             if len(fields) == 2:
                 part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
@@ -530,11 +571,11 @@ class Stream:
                     return
                 if not node.live:
                     continue
-                body, offs, ids = node.body, node.offs, node.ids
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
                 i = node.index(start) if node.key < start else 0
                 n = len(offs)
                 while i < n:
-                    sid = ids[2 * i] << 64 | ids[2 * i + 1]
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
                     if sid > end:
                         return
                     if not body[offs[i]] & F_DELETED:
@@ -546,10 +587,10 @@ class Stream:
                 node = nodes[k]
                 if not node.live:
                     continue
-                body, offs, ids = node.body, node.offs, node.ids
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
                 i = node.index(end + 1) - 1
                 while i >= 0:
-                    sid = ids[2 * i] << 64 | ids[2 * i + 1]
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
                     if sid < start:
                         return
                     if not body[offs[i]] & F_DELETED:

@@ -130,7 +130,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stre
         blob = r.string()
         try:
             s.append_node(node_from_listpack(int.from_bytes(raw, "big"), blob))
-        except ValueError as e:
+        except (ValueError, IndexError) as e:
             raise RdbError(f"key {key!r}: stream listpack integrity check failed ({e})") from None
     length = r.plain_len()
     if length != len(s):
