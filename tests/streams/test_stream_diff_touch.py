@@ -142,3 +142,62 @@ def test_watch_is_dirtied_as_in_valkey(valkey_server, trafikey_server, cmd: tupl
     got = _watch(trafikey_server.port, cmd)
     assert same(cmd, want[1], got[1]), f"{cmd}\n valkey:   {want[1]!r}\n trafikey: {got[1]!r}"
     assert got[:1] + got[2:] == want[:1] + want[2:], f"{cmd}\n valkey:   {want}\n trafikey: {got}"
+
+
+BUSY = "local x = 0 for j = 1, 300000 do x = x + j end return 1"  # a few milliseconds of work
+
+
+def _id_shapes(reply: bytes) -> list[object]:
+    """The IDs of a reply as (same ms as the first?, seq); other items as they are."""
+    out: list[object] = []
+    first = None
+    for item in tree(reply)[1]:
+        if item[0] == b"$" and b"-" in item[1]:
+            ms, seq = (int(x) for x in item[1].split(b"-"))
+            first = ms if first is None else first
+            out.append((ms == first, seq))
+        else:
+            out.append(item)
+    return out
+
+
+def _clock_in_transaction(port: int) -> list[object]:
+    w = Wire(port)
+    try:
+        assert w.call("FLUSHALL") == b"+OK\r\n"
+        w.call("XGROUP", "CREATE", "g", "g", "$", "MKSTREAM")
+        w.call("XADD", "g", "1-0", "f", "v")
+        w.call("XADD", "g", "2-0", "f", "v")
+        for cmd in [("MULTI",), ("XADD", "s", "*", "f", "v"), ("EVAL", BUSY, "0"), ("XADD", "s", "*", "f", "v"),
+                    ("XADD", "t", "*", "f", "v"),
+                    ("XREADGROUP", "GROUP", "g", "a", "COUNT", "1", "STREAMS", "g", ">"), ("EVAL", BUSY, "0"),
+                    ("XREADGROUP", "GROUP", "g", "b", "COUNT", "1", "STREAMS", "g", ">")]:
+            w.call(*cmd)
+        shapes = _id_shapes(w.call("EXEC"))
+        shapes = [s for s in shapes if not (isinstance(s, tuple) and s[0] in (b"*", b":"))]
+        # The two reads' delivery times and the consumers' times: one reading of the clock, or several.
+        times = sorted({t for t in _times_of(w)})
+        return [shapes, len(times)]
+    finally:
+        w.close()
+
+
+def _times_of(w: Wire) -> list[int]:
+    full = tree(w.call("XINFO", "STREAM", "g", "FULL"))
+    info = dict(zip([x[1] for x in full[1][0::2]], full[1][1::2], strict=True))
+    out = []
+    for g in info[b"groups"][1]:
+        gi = dict(zip([x[1] for x in g[1][0::2]], g[1][1::2], strict=True))
+        out += [int(e[1][2][1]) for e in gi[b"pending"][1]]
+        for c in gi[b"consumers"][1]:
+            ci = dict(zip([x[1] for x in c[1][0::2]], c[1][1::2], strict=True))
+            out += [int(ci[b"seen-time"][1]), int(ci[b"active-time"][1])]
+    return out
+
+
+def test_a_transaction_reads_the_clock_once(valkey_server, trafikey_server) -> None:  # type: ignore[no-untyped-def]
+    """Auto IDs, delivery times and consumers' times within one MULTI all
+    come from one reading of the clock, however long the transaction runs."""
+    want = _clock_in_transaction(valkey_server.port)
+    got = _clock_in_transaction(trafikey_server.port)
+    assert got == want, f"\n valkey:   {want}\n trafikey: {got}"
