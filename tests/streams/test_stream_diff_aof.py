@@ -24,6 +24,7 @@ from helpers.aof_util import aof_dir, aof_server, valkey_on
 from helpers.resp_wire import Wire, encode
 from helpers.stream_diff import TOLERANCE_MS, assert_states_equal, state
 
+NODES = ("--stream-node-max-entries", "3")  # small nodes: approximate trims log what they removed
 WRITES: list[tuple] = [
     ("XADD", "s", "1-0", "f", "1"), ("XADD", "s", "2-0", "f", "2", "g", "x"), ("XADD", "s", "3-*", "f", "3"),
     ("XADD", "s", "MAXLEN", "10", "4-0", "f", "4"), ("XADD", "s", "5-0", "f", "5"), ("XADD", "s", "6-0", "f", "6"),
@@ -56,6 +57,12 @@ WRITES: list[tuple] = [
     ("EVAL", "redis.call('XADD', KEYS[1], '1-0', 'a', 'b'); redis.call('XGROUP', 'CREATE', KEYS[1], 'g', '0'); "
              "return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'NOACK', 'STREAMS', KEYS[1], '>')", "1", "ev"),
     ("XGROUP", "CREATE", "d", "g", "0", "MKSTREAM"), ("XGROUP", "DESTROY", "d", "g"),
+    *[("XADD", "n", f"{i}-0", "f", str(i)) for i in range(1, 30)],
+    ("XADD", "n", "MAXLEN", "~", "20", "30-0", "f", "v"),
+    ("XADD", "n", "MAXLEN", "~", "5", "LIMIT", "4", "31-0", "f", "v"),
+    ("XADD", "n", "MINID", "~", "20", "32-0", "f", "v"), ("XTRIM", "n", "MAXLEN", "~", "5"),
+    ("XTRIM", "n", "MINID", "~", "31-0", "LIMIT", "3"), ("XTRIM", "n", "MAXLEN", "~", "100"),
+    ("XADD", "n", "MAXLEN", "~", "100", "33-0", "f", "v"),
     ("XADD", "x", "1-0", "f", "v"), ("DEL", "x"), ("SELECT", "3"), ("XADD", "s", "1-0", "f", "v"),
     ("XGROUP", "CREATE", "s", "g", "0"), ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"), ("SELECT", "0"),
 ]
@@ -135,14 +142,14 @@ class Run:
 def run() -> Run:
     ours = tempfile.mkdtemp(prefix="aof-stream-")
     theirs = tempfile.mkdtemp(prefix="aof-stream-v-")
-    srv = aof_server(ours, "--appendfsync", "always")
+    srv = aof_server(ours, "--appendfsync", "always", *NODES)
     try:
         got = _workload(srv.port)
         ours_before = _states(srv.port)
     finally:
         srv.stop()
     # A base file without an RDB preamble: this server loads only command logs.
-    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no")
+    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no", *NODES)
     try:
         want = _workload(v.port)
         theirs_before = _states(v.port)
@@ -168,13 +175,13 @@ def test_stream_logs_restore_on_restart_and_across(run: Run) -> None:
     shutil.copytree(aof_dir(run.theirs), Path(ours_copy) / "appendonlydir")
     loaded = {}
     for name, d in (("ours", run.ours), ("ours-from-valkey", ours_copy)):
-        srv = aof_server(d)
+        srv = aof_server(d, *NODES)
         try:
             loaded[name] = _states(srv.port)
         finally:
             srv.stop()
     for name, d in (("valkey", run.theirs), ("valkey-from-ours", theirs_copy)):
-        v = valkey_on(d, "--appendonly", "yes", "--aof-use-rdb-preamble", "no")
+        v = valkey_on(d, "--appendonly", "yes", "--aof-use-rdb-preamble", "no", *NODES)
         try:
             loaded[name] = _states(v.port)
         finally:
