@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import blocking, commands, growth, lifecycle, pubsub, report, servers
+from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers
 from .report import FAKE, TRAFIKEY, TWINS, VALKEY, Results
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -50,6 +50,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--wakeups", type=int, default=None, help="blocked-client wake-ups per run (2,000)")
     ap.add_argument("--pubsub-messages", type=int, default=None,
                     help="messages delivered per pub/sub run, whatever the fan-out (200,000)")
+    ap.add_argument("--stream-entries", type=int, default=None,
+                    help="stream entries of the memory section's stream row (1,000,000)")
     ap.add_argument("--no-fakeredis", action="store_true", help="skip executor (d)")
     a = ap.parse_args(argv)
     q = a.quick
@@ -57,7 +59,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "rounds": (1, 5), "requests": (2_000, 100_000), "p16_requests": (8_000, 500_000), "clients": (10, 50),
         "jobs": (600, 40_000), "fake_jobs": (20, 400), "procs": (1, 2), "conns": (2, 4), "batch": (50, 200),
         "growth_sizes": ("1000,10000", "1000,1000000"), "working": (500, 20_000), "wakeups": (50, 2_000),
-        "pubsub_messages": (2_000, 200_000),
+        "pubsub_messages": (2_000, 200_000), "stream_entries": (5_000, 1_000_000),
     }
     for name, (quick, full) in defaults.items():
         if getattr(a, name) is None:
@@ -141,6 +143,13 @@ def section_growth(a: argparse.Namespace, res: Results, log: Callable[[str], Non
         finally:
             for s in started:
                 s.stop()
+    log(f"memory: {a.stream_entries:,} stream entries")
+    for start in (lambda: servers.start_trafikey(TRAFIKEY, "none"), lambda: servers.start_valkey(VALKEY)):
+        server = start()
+        try:
+            res.record("memory_stream", (server.label,), memory.stream_row(server, a.stream_entries))
+        finally:
+            server.stop()
 
 
 def section_blocking(a: argparse.Namespace, res: Results, log: Callable[[str], None]) -> None:

@@ -54,3 +54,45 @@ class Probe:
         if used1 is not None and self.used0 is not None:
             out["used_memory_per_job"] = (used1 - self.used0) / jobs
         return out
+
+
+STREAM_KEY = b"bench:stream"
+# XADD <key> * field <10-byte value>: the small entry the stream row measures.
+STREAM_VALUE_LEN = 10
+
+
+def fill_stream(server: Server, entries: int, *, batch: int = 1000) -> None:
+    """XADD ``entries`` entries with ``*`` IDs and one field of a 10-byte
+    value, pipelined on one connection."""
+    conn = server.conn
+    left = entries
+    i = 0
+    while left:
+        b = min(batch, left)
+        parts = []
+        for _ in range(b):
+            value = b"%010d" % i
+            i += 1
+            parts.append(b"*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$1\r\n*\r\n$5\r\nfield\r\n$%d\r\n%s\r\n"
+                         % (len(STREAM_KEY), STREAM_KEY, len(value), value))
+        conn.send(b"".join(parts))
+        for _ in range(b):
+            reply = conn.read()
+            if not isinstance(reply, bytes):
+                raise RuntimeError(f"XADD failed on {server.label}: {reply!r}")
+        left -= b
+
+
+def stream_row(server: Server, entries: int) -> dict[str, float]:
+    """Resident bytes per stream entry: RSS before and after ``fill_stream``
+    on a fresh server, over the entries (and Valkey's used_memory beside it)."""
+    probe = Probe(server).before()
+    fill_stream(server, entries)
+    if int(server.execute("XLEN", STREAM_KEY)) != entries:
+        raise RuntimeError(f"{server.label} holds fewer stream entries than were added")
+    out = probe.after(entries)
+    out["entries"] = out.pop("jobs")
+    out["rss_per_entry"] = out.pop("rss_per_job")
+    if "used_memory_per_job" in out:
+        out["used_memory_per_entry"] = out.pop("used_memory_per_job")
+    return out

@@ -184,6 +184,11 @@ def targets(r: Results) -> list[Target]:
     out.append(Target("memory: RSS bytes per waiting job, trafikey / Valkey",
                       _ratio(r.median("memory", (TRAFIKEY,), "rss_per_job"),
                              r.median("memory", (VALKEY,), "rss_per_job")), "<=", 3.0, "memory: RSS/job"))
+    if "memory_stream" in r.samples:
+        out.append(Target("memory: RSS bytes per stream entry, trafikey / Valkey",
+                          _ratio(r.median("memory_stream", (TRAFIKEY,), "rss_per_entry"),
+                                 r.median("memory_stream", (VALKEY,), "rss_per_entry")), "<=", 3.0,
+                          "memory: RSS/stream entry"))
     return out
 
 
@@ -334,6 +339,20 @@ def _memory(r: Results) -> list[str]:
         out.append(f"| {name} | {_f(r.median('memory', k, 'rss_before') / 2**20, '.1f')} MiB"
                    f" | {_f(r.median('memory', k, 'rss_after') / 2**20, '.1f')} MiB | {_f(per)}"
                    f" | {_f(used) if not math.isnan(used) else '— (it is RSS)'} | {_f(_ratio(per, v), '.2f')} |")
+    if "memory_stream" in r.samples:
+        entries = r.median("memory_stream", (VALKEY,), "entries")
+        out += ["", f"Stream entries: {_f(entries)} `XADD key * field <10-byte value>` on a fresh server;"
+                " (VmRSS after - VmRSS before) / entries.", "",
+                "| server | RSS bytes/entry ↓ | used_memory bytes/entry | ratio to Valkey RSS ↓ |",
+                "|---|--:|--:|--:|"]
+        v = r.median("memory_stream", (VALKEY,), "rss_per_entry")
+        for ex, name in ((VALKEY, "valkey-server 9.1.2"), (TRAFIKEY, "trafikey-server")):
+            if not r.has("memory_stream", (ex,)):
+                continue
+            per = r.median("memory_stream", (ex,), "rss_per_entry")
+            used = r.median("memory_stream", (ex,), "used_memory_per_entry")
+            out.append(f"| {name} | {_f(per)} | {_f(used) if not math.isnan(used) else '— (it is RSS)'}"
+                       f" | {_f(_ratio(per, v), '.2f')} |")
     return [*out, ""]
 
 

@@ -187,6 +187,10 @@ class Server:
             da.touch_all(db_)
         if db_.watchers:
             db_.touch_all(da)
+        if da.blocking:
+            da.signal_replaced(db_)
+        if db_.blocking:
+            db_.signal_replaced(da)
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap

@@ -87,7 +87,7 @@ def test_every_type_fills_every_field() -> None:
         names.add(vt.name)
         for cls in vt.classes:
             assert valuetypes.BY_CLASS[cls] is vt
-    assert names == {b"string", b"list", b"hash", b"zset", b"set"}
+    assert names == {b"string", b"list", b"hash", b"zset", b"set", b"stream"}
 
 
 def test_a_class_or_rdb_type_serves_one_type_only(toy: ValueType) -> None:

@@ -38,14 +38,14 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
         assert heading in text, heading
     for row in ("| PING | 1 |", "| ZRANGE | 16 |", "(a) native verbs", "(b) twin scripts, trafikey-server",
                 "(c) twin scripts, valkey-server", "| 1,000 | (a) native", "| 10,000 | (c) twin",
-                "trafikey-server (native) |", "| one waiter |", "| fan-out 20 |", "| 100 |"):
+                "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |", "| 100 |"):
         assert row in text, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
-    assert text.count("**MET**") + text.count("**MISSED**") == 22
+    assert text.count("**MET**") + text.count("**MISSED**") == 23
 
     data = json.loads((out / "results.json").read_text())
-    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "blocking", "pubsub"}
+    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub"}
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -98,7 +98,7 @@ def _clients(s: Server) -> Fields:
         ("pubsub_clients", s.pubsub.clients), ("watching_clients", watching),
         ("clients_in_timeout_table", b.in_timeout_table()),
         ("total_watched_keys", watched_keys), ("total_blocking_keys", b.blocking_keys()),
-        ("total_blocking_keys_on_nokey", 0),
+        ("total_blocking_keys_on_nokey", b.blocking_keys_on_nokey()),
         *_paused(s),
     ]
 

@@ -14,7 +14,10 @@ which is false while no key is watched and nothing observes. A value added
 under an absent key (``add``, or ``set`` of an absent key: Valkey's dbAdd) is
 also where a key some client is blocked on becomes ready (``blocking.py``),
 and where keyspace notifications raise ``new``; with nobody blocked and
-notifications off that costs two tests.
+notifications off that costs two tests. A key deleted, overwritten, expired,
+flushed or swapped away is ready for the clients that wait to hear of that
+(XREADGROUP, ``_gone``), and XADD signals its key on every entry
+(``signal_ready``); each costs one test of ``blocking`` when nobody waits.
 """
 
 from __future__ import annotations
@@ -150,14 +153,18 @@ class Db:
         on it may be served."""
         if self.events:
             self.events.storing(self, key)
-        added = self.blocking and (key not in self.data or self.key_is_expired(key))
+        waited = self.blocking and key in self.blocking
+        added = waited and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.signalled:
             self._signal(key)
-        if added:
-            self._ready(key)
+        if waited:
+            if added:
+                self._ready(key)
+            else:
+                self._gone(key)  # overwritten: Valkey's dbSetValue signals the old value deleted
 
     def add(self, key: bytes, value: Any) -> None:
         """Store a value under a key known to be absent (no TTL to drop)."""
@@ -176,6 +183,28 @@ class Db:
             self.ready_keys.add(key)
             self.ready_sink.append((self, key))
 
+    def signal_ready(self, key: bytes) -> None:
+        """A value grew in place in a way waiting readers see (XADD: Valkey
+        signals the key on every entry added, not only when it is created)."""
+        if self.blocking:
+            self._ready(key)
+
+    def _gone(self, key: bytes) -> None:
+        """Valkey's signalDeletedKeyAsReady: the value under key was deleted
+        or replaced; ready only for clients that asked to hear of that."""
+        waiting = self.blocking.get(key)
+        if waiting and any(c.blocked is not None and c.blocked.nokey for c in waiting):
+            self._ready(key)
+
+    def signal_replaced(self, other: Db) -> None:
+        """Valkey's scanDatabaseForDeletedKeys, before this database's data
+        is swapped with ``other``'s (SWAPDB): each waited-for key that goes
+        or changes type."""
+        for key in list(self.blocking):
+            v = self.data.get(key)
+            if v is not None and type(v) is not type(other.data.get(key)):
+                self._gone(key)
+
     def signal_all_ready(self) -> None:
         """Valkey's scanDatabaseForReadyKeys (SWAPDB): every waited-for key
         that now holds a value."""
@@ -192,6 +221,8 @@ class Db:
             self.expires.pop(key, None)
         if self.signalled:
             self._signal(key)
+        if self.blocking:
+            self._gone(key)
         return True
 
     def touch(self, key: bytes) -> None:
@@ -219,6 +250,10 @@ class Db:
         n = len(self.data)
         if self.watchers:
             self.touch_all(None)
+        if self.blocking:  # Valkey's scanDatabaseForDeletedKeys
+            for key in list(self.blocking):
+                if key in self.data:
+                    self._gone(key)
         self.data = {}
         self.expires = {}
         self._heap = []
@@ -236,6 +271,8 @@ class Db:
             self.on_expire(self.id, key)
         if self.signalled:
             self._signal(key, False)
+        if self.blocking:
+            self._gone(key)
 
     def key_is_expired(self, key: bytes) -> bool:
         """Stored but past its time (Valkey's keyIsExpired); nothing is removed."""

@@ -9,7 +9,10 @@ uses. Nothing is replied and no statistics are kept until the client is
 unblocked, as in Valkey.
 
 A key becomes *ready* when a value is added under it while someone waits
-for it (``Db.add`` / ``Db.set`` of an absent key, SWAPDB): the database
+for it (``Db.add`` / ``Db.set`` of an absent key, SWAPDB), when a command
+grows a value in place that readers wait on (XADD: ``Db.signal_ready``),
+and, for the clients that block with ``nokey`` (XREADGROUP, whose group
+goes with its key), when it is deleted, replaced or emptied: the database
 appends it once to ``ready``. Dispatch calls ``serve`` after every
 top-level command, so the clients are served after the command, the whole
 transaction or the whole script that made the key ready, never in the
@@ -90,14 +93,22 @@ def may_block(c: Client) -> bool:
 class BlockState:
     """What a blocked client waits for (Valkey's bstate)."""
 
-    __slots__ = ("db", "keys", "btype", "deadline", "timeout_reply")
+    __slots__ = ("db", "keys", "btype", "deadline", "timeout_reply", "nokey", "data")
 
-    def __init__(self, db: Db, keys: list[bytes], btype: type, deadline: int, timeout_reply: bytes) -> None:
+    def __init__(self, db: Db, keys: list[bytes], btype: type, deadline: int, timeout_reply: bytes,
+                 nokey: bool = False, data: object = None) -> None:
         self.db = db
         self.keys = keys
         self.btype = btype
         self.deadline = deadline
         self.timeout_reply = timeout_reply
+        # Served also when a key is deleted, overwritten or its value
+        # changes type (Valkey's unblock_on_nokey: XREADGROUP, whose group
+        # is then gone and which answers with the error its rerun finds).
+        self.nokey = nokey
+        # What the command settled when it blocked and reads again when it
+        # runs again (``resumed``): XREAD's ``$`` as the IDs it stood for.
+        self.data = data
 
 
 class Blocking:
@@ -118,22 +129,24 @@ class Blocking:
         self._serving = False
         # The state of the client whose request is running again after a
         # key was ready: a second block keeps its deadline.
-        self._rerun: dict[Client, int] = {}
+        self._rerun: dict[Client, BlockState] = {}
         # The client whose request runs again now: MONITOR saw it when it
         # blocked and is not told twice (observe.py).
         self.rerunning: Client | None = None
 
     # -- blocking ------------------------------------------------------------------
 
-    def block(self, c: Client, keys: list[bytes], btype: type, deadline: int, timeout_reply: bytes) -> NoReturn:
+    def block(self, c: Client, keys: list[bytes], btype: type, deadline: int, timeout_reply: bytes,
+              nokey: bool = False, data: object = None) -> NoReturn:
         """Park c on keys until one holds a ``btype`` value or the deadline
-        (server-clock ms, 0 for none) passes."""
+        (server-clock ms, 0 for none) passes; with ``nokey`` also when one
+        is deleted or replaced. ``data`` is kept for the rerun (``resumed``)."""
         kept = self._rerun.get(c)
         if kept is not None:
-            deadline = kept
+            deadline = kept.deadline
         db = c.db
         unique = list(dict.fromkeys(keys))
-        st = BlockState(db, unique, btype, deadline, timeout_reply)
+        st = BlockState(db, unique, btype, deadline, timeout_reply, nokey, data)
         blocking = db.blocking
         for k in unique:
             waiting = blocking.get(k)
@@ -172,6 +185,11 @@ class Blocking:
                     del blocking[k]
         return st
 
+    def resumed(self, c: Client) -> BlockState | None:
+        """The state c blocked with, while its request runs again after a
+        key was ready (None otherwise)."""
+        return self._rerun.get(c) if self._rerun else None
+
     def forget(self, c: Client) -> None:
         """The client is gone (disconnect, CLIENT KILL)."""
         self._release(c)
@@ -208,13 +226,13 @@ class Blocking:
             if st is None or st.db is not db:
                 continue
             v = db.get(key)
-            if v is None or type(v) is not st.btype:
+            if (v is None or type(v) is not st.btype) and not st.nokey:
                 continue
             conn = self.server.connections.get(c.id)
             self._release(c)
             if conn is None:
                 continue
-            self._rerun[c] = st.deadline
+            self._rerun[c] = st
             self.rerunning = c
             try:
                 conn.run_unblocked()
@@ -284,6 +302,12 @@ class Blocking:
 
     def blocking_keys(self) -> int:
         return sum(len(db.blocking) for db in self.server.dbs)
+
+    def blocking_keys_on_nokey(self) -> int:
+        """Keys with at least one client that also wakes when the key goes
+        (XREADGROUP)."""
+        return sum(1 for db in self.server.dbs for waiting in db.blocking.values()
+                   if any(c.blocked is not None and c.blocked.nokey for c in waiting))
 
     def in_timeout_table(self) -> int:
         return sum(1 for c in self.clients if c.blocked is not None and c.blocked.deadline)

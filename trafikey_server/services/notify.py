@@ -72,6 +72,9 @@ KINDS: dict[bytes, int] = {
     b"zremrangebylex": ZSET, b"zpopmin": ZSET, b"zpopmax": ZSET, b"zunionstore": ZSET,
     b"zinterstore": ZSET, b"zdiffstore": ZSET, b"zrangestore": ZSET,
     b"sadd": SET, b"srem": SET, b"spop": SET, b"sinterstore": SET, b"sunionstore": SET, b"sdiffstore": SET,
+    b"xadd": STREAM, b"xtrim": STREAM, b"xdel": STREAM, b"xsetid": STREAM, b"xgroup-create": STREAM,
+    b"xgroup-createconsumer": STREAM, b"xgroup-delconsumer": STREAM, b"xgroup-destroy": STREAM,
+    b"xgroup-setid": STREAM,
 }
 
 

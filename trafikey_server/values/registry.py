@@ -18,10 +18,11 @@ from .hash_type import HASH
 from .list_type import LIST
 from .record import ValueType
 from .set_type import SET
+from .stream_type import STREAM
 from .string import STRING
 from .zset_type import ZSET
 
-TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET, SET)
+TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET, SET, STREAM)
 
 BY_CLASS: dict[type, ValueType] = {}
 BY_NAME: dict[bytes, ValueType] = {}

@@ -5,17 +5,37 @@ An ID is one Python int, ``ms << 64 | seq``: comparisons, bisection and
 hashing are then single operations, and the 128-bit order is the int
 order. ``fmt_id`` gives Valkey's ``ms-seq`` text.
 
+Entries live in nodes as Valkey's radix tree holds them (t_stream.c): each
+node is keyed by its first entry's ID (the primary ID) and holds the body
+of the listpack Valkey would hold, byte for byte: the primary entry
+(live count, deleted count, the primary fields) then each entry as flags,
+ID deltas, fields or only values when they are the primary's, and its
+element count. A node closes where streamAppendItem closes it (its bytes
+or its entry count reach stream-node-max-bytes / -entries), a deletion
+only flags an entry until its node has no live entry left, and a trim
+removes whole nodes first: so XLEN after ``~`` trims, XINFO's node count
+and the RDB form are Valkey's, and an entry costs its listpack bytes plus
+its ID (8 bytes while its parts fit 32 bits) and offset (4 bytes) in
+per-node arrays, not Python objects. Entries are decoded when read.
+
+Pending entries lists (``Pel``) are dicts that keep their IDs sorted, so
+the range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect.
+
 This module is the structure and its API only (t_stream.c's
 streamAppendItem, streamTrim, iterators, the NACK and consumer records);
 the commands that use it, their argument rules and their replies live in
 ``commands/``, and the type's record (RDB, AOF rewrite, COPY, digest,
-memory) beside it.
+memory) in ``stream_type.py``.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from array import array
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
+
+from . import listpack as lp
+from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -41,6 +61,86 @@ def fmt_id(sid: int) -> bytes:
     return b"%d-%d" % (sid >> SEQ_BITS, sid & SEQ_MASK)
 
 
+# Entry flags (STREAM_ITEM_FLAG_*).
+F_DELETED = 1
+F_SAMEFIELDS = 2
+# STREAM_LISTPACK_MAX_SIZE: a node's byte bound whatever the configuration.
+LISTPACK_MAX_SIZE = 1 << 30
+_U64 = (1 << 64) - 1
+
+
+class Pel(dict):  # type: ignore[type-arg]
+    """A pending entries list: ID -> Nack, kept with its IDs sorted so the
+    range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect instead of
+    sorting. Every write goes through the methods below."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids: list[int] = []
+
+    def __setitem__(self, sid: int, nack: Nack) -> None:
+        if sid not in self:
+            ids = self._ids
+            if not ids or ids[-1] < sid:
+                ids.append(sid)
+            else:
+                insort(ids, sid)
+        dict.__setitem__(self, sid, nack)
+
+    def __delitem__(self, sid: int) -> None:
+        dict.__delitem__(self, sid)
+        ids = self._ids
+        del ids[bisect_left(ids, sid)]
+
+    def pop(self, sid: int, *default: Nack | None) -> Nack | None:  # type: ignore[override]
+        if sid in self:
+            nack = dict.__getitem__(self, sid)
+            del self[sid]
+            return nack
+        if default:
+            return default[0]
+        raise KeyError(sid)
+
+    def setdefault(self, sid: int, nack: Nack) -> Nack:  # type: ignore[override]
+        if sid not in self:
+            self[sid] = nack
+        return dict.__getitem__(self, sid)
+
+    def update(self, *args: object, **kw: object) -> None:
+        for k, v in dict(*args, **kw).items():  # type: ignore[arg-type]
+            self[k] = v
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._ids.clear()
+
+    def popitem(self) -> tuple[int, Nack]:
+        sid = self._ids[-1]
+        return sid, self.pop(sid)  # type: ignore[return-value]
+
+    def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> list[int]:
+        """The pending IDs within [start, end], ascending (descending when rev)."""
+        ids = self._ids
+        out = ids[bisect_left(ids, start):bisect_right(ids, end)]
+        if rev:
+            out.reverse()
+        return out
+
+    def after(self, sid: int, count: int) -> list[int]:
+        """At most count IDs at or above sid, ascending (XAUTOCLAIM's walk)."""
+        ids = self._ids
+        i = bisect_left(ids, sid)
+        return ids[i:i + count]
+
+    def first(self) -> int | None:
+        return self._ids[0] if self._ids else None
+
+    def last(self) -> int | None:
+        return self._ids[-1] if self._ids else None
+
+
 class Nack:
     """A delivered, unacknowledged entry of a group (streamNACK): shared by
     the group's PEL and its consumer's."""
@@ -64,11 +164,11 @@ class Consumer:
         self.seen_time = now
         # -1 until the consumer first reads or claims something, as Valkey.
         self.active_time = -1
-        self.pel: dict[int, Nack] = {}
+        self.pel: Pel = Pel()
 
     def pending(self, start: int = 0, end: int = MAX_ID) -> list[int]:
         """The IDs this consumer has pending within [start, end], ascending."""
-        return sorted(i for i in self.pel if start <= i <= end)
+        return self.pel.ids(start, end)
 
 
 class Group:
@@ -81,41 +181,302 @@ class Group:
     def __init__(self, last_id: int, entries_read: int) -> None:
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel: dict[int, Nack] = {}
+        self.pel: Pel = Pel()
         self.consumers: dict[bytes, Consumer] = {}
 
     def pending(self, start: int = 0, end: int = MAX_ID) -> list[int]:
         """The group's pending IDs within [start, end], ascending."""
-        return sorted(i for i in self.pel if start <= i <= end)
+        return self.pel.ids(start, end)
 
     def consumer_names(self) -> list[bytes]:
         """Consumer names in Valkey's order (its radix tree: bytewise)."""
         return sorted(self.consumers)
 
 
-class Stream:
-    """A stream: its entries in ID order, each a flat list of field and
-    value bytes, with Valkey's bookkeeping: the last ID ever given, the
-    greatest deleted ID, the count of entries ever added, and the groups
-    by name."""
+class Node:
+    """One radix-tree node of a stream: ``key`` is its primary ID, ``body``
+    the listpack's elements (without header and end byte) exactly as
+    Valkey's, ``nele`` their count, ``live``/``dead`` the primary entry's
+    counters, ``fields`` the primary fields. ``ids`` holds each entry's
+    ms above the primary's and its seq (32-bit words while they fit, else
+    64-bit: an ID is ``base + (ids[2i] << 64 | ids[2i+1])``) and ``offs``
+    the offset of its flags element in ``body``, so bisection and deletion
+    need no decoding."""
 
-    __slots__ = ("_ids", "_entries", "last_id", "max_deleted_id", "entries_added", "groups")
+    __slots__ = ("key", "base", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
+
+    def __init__(self, key: int, fields: tuple[bytes, ...]) -> None:
+        self.key = key
+        self.fields = fields
+        self.live = 0
+        self.dead = 0
+        self.body = bytearray()
+        self.nele = 0
+        self.head = 0  # bytes of the live and deleted counters in body
+        self.base = key >> 64 << 64
+        self.ids = array("I")
+        self.offs = array("I")
+
+    def __len__(self) -> int:
+        """Entries in the node, deleted ones included."""
+        return len(self.offs)
+
+    def id_at(self, i: int) -> int:
+        ids = self.ids
+        return self.base + (ids[2 * i] << 64 | ids[2 * i + 1])
+
+    def push_id(self, sid: int) -> None:
+        ids = self.ids
+        dms, seq = (sid - self.base) >> 64, sid & _U64
+        if ids.typecode == "I" and (dms > 0xFFFFFFFF or seq > 0xFFFFFFFF):
+            ids = self.ids = array("Q", ids)
+        ids.append(dms)
+        ids.append(seq)
+
+    def index(self, sid: int) -> int:
+        """The position of the first entry whose ID is >= sid."""
+        ids = self.ids
+        sid -= self.base
+        lo, hi = 0, len(self.offs)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if (ids[2 * mid] << 64 | ids[2 * mid + 1]) < sid:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def deleted_at(self, i: int) -> bool:
+        return bool(self.body[self.offs[i]] & F_DELETED)
+
+    def set_counts(self, live: int, dead: int) -> None:
+        """lpReplaceInteger of the primary entry's counters: a counter
+        whose encoding widens or narrows moves every entry."""
+        new = enc_int(live) + enc_int(dead)
+        d = len(new) - self.head
+        self.body[0:self.head] = new
+        self.head = len(new)
+        self.live = live
+        self.dead = dead
+        if d:
+            self.offs = array("I", [o + d for o in self.offs])
+
+    def lp_bytes(self) -> int:
+        """lpBytes: the whole listpack's size."""
+        return lp.LP_HDR + len(self.body) + 1
+
+    def entry(self, i: int) -> list[bytes]:
+        """The field and value bytes of entry i, flat."""
+        body = self.body
+        p = self.offs[i]
+        flags = body[p]
+        # Skip the flags and the two ID deltas (mostly 7- or 13-bit ints).
+        p += 2
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
+        b = body[p]
+        p = p + 2 if b < 0x80 else p + 3 if 0xC0 <= b < 0xE0 else skip(body, p)
+        out: list[bytes] = []
+        if flags & F_SAMEFIELDS:
+            for f in self.fields:
+                b = body[p]
+                if 0x80 <= b < 0xC0:  # a string of up to 63 bytes
+                    n = b & 0x3F
+                    out.append(f)
+                    out.append(bytes(body[p + 1:p + 1 + n]))
+                    p += n + 2
+                else:
+                    v, p = read(body, p)
+                    out.append(f)
+                    out.append(v)
+            return out
+        nf, p = read_int(body, p)
+        for _ in range(2 * nf):
+            b = body[p]
+            if 0x80 <= b < 0xC0:
+                n = b & 0x3F
+                out.append(bytes(body[p + 1:p + 1 + n]))
+                p += n + 2
+            else:
+                v, p = read(body, p)
+                out.append(v)
+        return out
+
+    def blob(self) -> bytes:
+        """The whole listpack, as RDB carries it."""
+        return lp.blob(self.body, self.nele)
+
+    def shrink(self) -> None:
+        """lpShrinkToFit when the node closes: drop growth slack."""
+        self.body = bytearray(self.body)
+        self.ids = array(self.ids.typecode, self.ids)
+        self.offs = array("I", self.offs)
+
+    def copy(self) -> Node:
+        n = Node(self.key, self.fields)
+        n.live, n.dead, n.nele, n.head = self.live, self.dead, self.nele, self.head
+        n.body = bytearray(self.body)
+        n.ids = array(self.ids.typecode, self.ids)
+        n.offs = array("I", self.offs)
+        return n
+
+
+def _new_node(sid: int, fields: list[bytes]) -> Node:
+    names = tuple(fields[0::2])
+    node = Node(sid, names)
+    nf = len(names)
+    parts = [enc_int(1), enc_int(0), enc_int(nf)]
+    parts += [enc_str(f) for f in names]
+    parts.append(enc_int(0))
+    node.head = len(parts[0]) + len(parts[1])
+    node.body = bytearray(b"".join(parts))
+    node.nele = nf + 4
+    node.live = 1
+    return node
+
+
+def node_from_listpack(key: int, blob: bytes) -> Node:
+    """A node from a listpack Valkey wrote (RDB): its entries indexed.
+    Raises ValueError for a listpack that is not a stream node."""
+    if len(blob) < 7 or int.from_bytes(blob[0:4], "little") != len(blob) or blob[-1] != 0xFF:
+        raise ValueError("stream listpack size or terminator does not match")
+    body = bytearray(blob[lp.LP_HDR:-1])
+    end = len(body)
+    live, p = read_int(body, 0)
+    dead, p = read_int(body, p)
+    head = p
+    nf, p = read_int(body, p)
+    names = []
+    for _ in range(nf):
+        f, p = read(body, p)
+        names.append(f)
+    zero, p = read_int(body, p)
+    if zero != 0 or live < 0 or dead < 0 or nf < 0:
+        raise ValueError("bad stream primary entry")
+    node = Node(key, tuple(names))
+    node.body = body
+    node.head = head
+    node.live = live
+    node.dead = dead
+    numele = 4 + nf
+    kms, kseq = key >> 64, key & _U64
+    offs = node.offs
+    prev = key - 1
+    seen_live = seen_dead = 0
+    while p < end:
+        offs.append(p)
+        # Flags, ID deltas and counts are mostly 7-bit integers (two bytes
+        # with their back length), strings mostly short: read those inline.
+        b = body[p]
+        if b < 0x80:
+            flags = b
+            p += 2
+        else:
+            flags, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dms = b
+            p += 2
+        else:
+            dms, p = read_int(body, p)
+        b = body[p]
+        if b < 0x80:
+            dseq = b
+            p += 2
+        else:
+            dseq, p = read_int(body, p)
+        sid = ((kms + dms) & _U64) << 64 | ((kseq + dseq) & _U64)
+        if sid <= prev:
+            raise ValueError("stream entry IDs out of order in a node")
+        prev = sid
+        node.push_id(sid)
+        if flags & F_SAMEFIELDS:
+            k = nf
+            extra = 3
+        else:
+            n, p = read_int(body, p)
+            k = 2 * n
+            extra = 4
+        for _ in range(k):
+            b = body[p]
+            if b < 0x80:
+                p += 2
+            elif b < 0xC0:
+                p += (b & 0x3F) + 2
+            else:
+                p = skip(body, p)
+        b = body[p]
+        if b < 0x80:
+            count = b
+            p += 2
+        else:
+            count, p = read_int(body, p)
+        if count != k + extra:
+            raise ValueError("bad stream entry element count")
+        numele += k + extra + 1
+        if flags & F_DELETED:
+            seen_dead += 1
+        else:
+            seen_live += 1
+    if p != end:
+        raise ValueError("stream listpack entries overrun its end")
+    if seen_live != live or seen_dead != dead:
+        raise ValueError("stream node counters do not match its entries")
+    if not len(offs):
+        raise ValueError("empty stream node")
+    node.nele = numele
+    return node
+
+
+class Stream:
+    """A stream: its entries in ID order in Valkey's nodes, with Valkey's
+    bookkeeping: the last ID ever given, the greatest deleted ID, the count
+    of entries ever added, and the groups by name."""
+
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_id", "max_deleted_id", "entries_added",
+                 "groups")
 
     def __init__(self) -> None:
-        self._ids: list[int] = []
-        self._entries: dict[int, list[bytes]] = {}
+        # The nodes' primary IDs (for bisection) and the nodes, in order.
+        self._keys: list[int] = []
+        self._nodes: list[Node] = []
+        self._len = 0
+        self._first = 0
+        self._rax = 0  # radix-tree-nodes, 0 until computed for the current nodes
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
         self.groups: dict[bytes, Group] = {}
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._len
 
     @property
     def first_id(self) -> int:
-        """The first live entry's ID, 0 when empty."""
-        return self._ids[0] if self._ids else 0
+        """The recorded first entry ID (XINFO's recorded-first-entry-id):
+        the first live entry's, 0 when empty, kept as Valkey keeps it
+        (set by the first add, by deletions and trims of the first entry,
+        read from the file on load)."""
+        return self._first
+
+    @first_id.setter
+    def first_id(self, sid: int) -> None:
+        self._first = sid
+
+    def edge_id(self, first: bool = True, skip_tombstones: bool = True) -> int:
+        """streamGetEdgeID: the first (or last) entry's ID, deleted entries
+        included unless skip_tombstones; MAX_ID (first) or 0 (last) when
+        there is none."""
+        nodes = self._nodes if first else reversed(self._nodes)
+        for node in nodes:
+            if skip_tombstones and not node.live:
+                continue
+            body, offs = node.body, node.offs
+            idx = range(len(offs)) if first else range(len(offs) - 1, -1, -1)
+            for i in idx:
+                if not skip_tombstones or not body[offs[i]] & F_DELETED:
+                    return node.id_at(i)
+        return MAX_ID if first else 0
 
     def add(self, sid: int, fields: list[bytes], node_limits: tuple[int, int]) -> None:
         """Append an entry whose ID is above ``last_id`` (the caller checks
@@ -123,48 +484,340 @@ class Stream:
         ``node_limits`` is (stream-node-max-bytes, stream-node-max-entries)
         as configured when the entry is added: it decides where a node of
         entries closes, which XTRIM ~ and XINFO see."""
-        self._ids.append(sid)
-        self._entries[sid] = fields
+        nodes = self._nodes
+        node = nodes[-1] if nodes else None
+        if node is not None:
+            max_bytes, max_entries = node_limits
+            if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
+                max_bytes = LISTPACK_MAX_SIZE
+            if 7 + len(node.body) + sum(map(len, fields)) >= max_bytes or (
+                    max_entries and node.live + node.dead >= max_entries):
+                node.shrink()
+                node = None
+        if node is None:
+            node = _new_node(sid, fields)
+            nodes.append(node)
+            self._keys.append(sid)
+            self._rax = 0
+            same = True
+        else:
+            live = node.live
+            if live < 127:  # the counter stays one byte: lpReplaceInteger in place
+                node.body[0] = live + 1
+                node.live = live + 1
+            else:
+                node.set_counts(live + 1, node.dead)
+            names = node.fields
+            if len(names) == 1:
+                same = len(fields) == 2 and fields[0] == names[0]
+            else:
+                same = len(fields) == 2 * len(names) and tuple(fields[0::2]) == names
+        key = node.key
+        ms, seq = sid >> 64, sid & _U64
+        dms = ms - (key >> 64)
+        dseq = seq - (key & _U64)
+        body = node.body
+        node.offs.append(len(body))
+        node.push_id(sid)
+        if same:
+            if len(fields) == 2:
+                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
+                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(signed64(dseq)),
+                        enc_str(fields[1]), b"\x04\x01"]
+                count = 4
+            else:
+                count = len(fields) // 2 + 3
+                part = [b"\x02\x01", enc_int(signed64(dms)), enc_int(signed64(dseq))]
+                part += [enc_str(v) for v in fields[1::2]]
+                part.append(enc_int(count))
+        else:
+            count = len(fields) + 4
+            part = [b"\x00\x01", enc_int(signed64(dms)), enc_int(signed64(dseq)), enc_int(len(fields) // 2)]
+            part += [enc_str(v) for v in fields]
+            part.append(enc_int(count))
+        body += b"".join(part)
+        node.nele += count + 1
+        self._len += 1
+        if self._len == 1:
+            self._first = sid
         self.last_id = sid
         self.entries_added += 1
 
+    def _locate(self, sid: int) -> tuple[int, int] | None:
+        """(node position, entry position) of the live entry sid, or None."""
+        j = bisect_right(self._keys, sid) - 1
+        if j < 0:
+            return None
+        node = self._nodes[j]
+        i = node.index(sid)
+        if i == len(node.offs) or node.id_at(i) != sid or node.deleted_at(i):
+            return None
+        return j, i
+
     def get(self, sid: int) -> list[bytes] | None:
-        return self._entries.get(sid)
+        at = self._locate(sid)
+        if at is None:
+            return None
+        return self._nodes[at[0]].entry(at[1])
 
     def range(self, start: int, end: int, rev: bool = False) -> Iterator[tuple[int, list[bytes]]]:
         """The entries with start <= ID <= end, ascending (descending when
         rev); the stream must not change while the iterator is used."""
-        lo = bisect_left(self._ids, start)
-        hi = bisect_right(self._ids, end)
-        ids = self._ids[lo:hi]
-        if rev:
-            ids.reverse()
-        entries = self._entries
-        for sid in ids:
-            yield sid, entries[sid]
+        if start > end or not self._len:
+            return
+        keys, nodes = self._keys, self._nodes
+        if not rev:
+            j = max(bisect_right(keys, start) - 1, 0)
+            for k in range(j, len(nodes)):
+                node = nodes[k]
+                if node.key > end:
+                    return
+                if not node.live:
+                    continue
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
+                i = node.index(start) if node.key < start else 0
+                n = len(offs)
+                while i < n:
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
+                    if sid > end:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield sid, node.entry(i)
+                    i += 1
+        else:
+            j = bisect_right(keys, end) - 1
+            for k in range(j, -1, -1):
+                node = nodes[k]
+                if not node.live:
+                    continue
+                body, offs, ids, base = node.body, node.offs, node.ids, node.base
+                i = node.index(end + 1) - 1
+                while i >= 0:
+                    sid = base + (ids[2 * i] << 64 | ids[2 * i + 1])
+                    if sid < start:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield sid, node.entry(i)
+                    i -= 1
+
+    def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> Iterator[int]:
+        """The live IDs within [start, end] in order (reversed when rev),
+        without decoding the entries."""
+        for node, i in self._positions(start, end, rev):
+            yield node.id_at(i)
+
+    def _positions(self, start: int, end: int, rev: bool) -> Iterator[tuple[Node, int]]:
+        """(node, position) of each live entry within [start, end]."""
+        if start > end or not self._len:
+            return
+        keys, nodes = self._keys, self._nodes
+        if not rev:
+            for k in range(max(bisect_right(keys, start) - 1, 0), len(nodes)):
+                node = nodes[k]
+                if node.key > end:
+                    return
+                body, offs = node.body, node.offs
+                for i in range(node.index(start) if node.key < start else 0, len(offs)):
+                    if node.id_at(i) > end:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
+        else:
+            for k in range(bisect_right(keys, end) - 1, -1, -1):
+                node = nodes[k]
+                body, offs = node.body, node.offs
+                for i in range(node.index(end + 1) - 1, -1, -1):
+                    if node.id_at(i) < start:
+                        return
+                    if not body[offs[i]] & F_DELETED:
+                        yield node, i
 
     def delete(self, sid: int) -> bool:
-        """Remove one entry; False when there is none with that ID. The
-        caller keeps ``max_deleted_id``."""
-        if self._entries.pop(sid, None) is None:
+        """Remove one entry (streamIteratorRemoveEntry: flagged deleted, its
+        node dropped once it holds no live entry); False when there is
+        none with that ID. The recorded first ID follows (as XDEL keeps
+        it); the caller keeps ``max_deleted_id``."""
+        at = self._locate(sid)
+        if at is None:
             return False
-        del self._ids[bisect_left(self._ids, sid)]
+        j, i = at
+        node = self._nodes[j]
+        node.body[node.offs[i]] |= F_DELETED
+        if node.live == 1:
+            del self._nodes[j]
+            del self._keys[j]
+            self._rax = 0
+        else:
+            node.set_counts(node.live - 1, node.dead + 1)
+        self._len -= 1
+        if not self._len:
+            self._first = 0
+        elif sid == self._first:
+            self._first = self.edge_id()
         return True
 
     def trim(self, maxlen: int | None, minid: int | None, approx: bool, limit: int) -> int:
         """Remove entries from the head (streamTrim): down to ``maxlen``
         entries, or those below ``minid``. With ``approx`` only whole nodes
-        go, and at most ``limit`` entries (0: no limit) are removed.
-        Returns how many entries were removed."""
-        ids = self._ids
-        if maxlen is not None:
-            n = max(0, len(ids) - maxlen)
-        else:
-            assert minid is not None
-            n = bisect_left(ids, minid)
-        if limit and n > limit:
-            n = limit if not approx else 0
-        for sid in ids[:n]:
-            del self._entries[sid]
-        del ids[:n]
-        return n
+        go; whole nodes go while at most ``limit`` entries (0: no limit)
+        are removed. Returns how many entries were removed."""
+        nodes = self._nodes
+        deleted = 0
+        k = 0
+        while k < len(nodes):
+            if maxlen is not None and self._len <= maxlen:
+                break
+            node = nodes[k]
+            entries = node.live
+            if limit and deleted + entries > limit:
+                break
+            if maxlen is not None:
+                remove = self._len - entries >= maxlen
+            else:
+                assert minid is not None
+                remove = node.id_at(len(node.offs) - 1) < minid
+            if remove:
+                self._len -= entries
+                deleted += entries
+                k += 1
+                continue
+            if approx:
+                break
+            body, offs = node.body, node.offs
+            gone = 0
+            for i in range(len(offs)):
+                if maxlen is not None:
+                    if self._len <= maxlen:
+                        break
+                elif node.id_at(i) >= minid:  # type: ignore[operator]
+                    break
+                if not body[offs[i]] & F_DELETED:
+                    body[offs[i]] |= F_DELETED
+                    gone += 1
+                    self._len -= 1
+            deleted += gone
+            node.set_counts(node.live - gone, node.dead + gone)
+            break
+        if k:
+            del nodes[:k]
+            del self._keys[:k]
+            self._rax = 0
+        if not self._len:
+            self._first = 0
+        elif deleted:
+            self._first = self.edge_id()
+        return deleted
+
+    # -- what XINFO, the type's record and RDB use -------------------------------
+
+    def node_count(self) -> int:
+        """XINFO STREAM's radix-tree-keys: the nodes."""
+        return len(self._nodes)
+
+    def rax_nodes(self) -> int:
+        """XINFO STREAM's radix-tree-nodes: the nodes of the radix tree over
+        the 16-byte big-endian primary IDs, as Valkey's rax lays them out
+        (kept until the nodes change)."""
+        if not self._rax:
+            self._rax = rax_node_count([k.to_bytes(16, "big") for k in self._keys])
+        return self._rax
+
+    def nodes(self) -> list[Node]:
+        """The nodes in ID order (read-only use: RDB, MEMORY USAGE)."""
+        return self._nodes
+
+    def append_node(self, node: Node) -> None:
+        """Add a node loaded from a file after the last one (RDB load);
+        its primary ID must be above every key already there."""
+        if self._keys and node.key <= self._keys[-1]:
+            raise ValueError("stream nodes out of order")
+        self._keys.append(node.key)
+        self._nodes.append(node)
+        self._rax = 0
+        self._len += node.live
+        if self._len == node.live:
+            self._first = self.edge_id()
+
+    def estimate_entries_read(self, sid: int) -> int:
+        """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 has it: the
+        entries-read counter of ``sid`` counted from the first entry ever
+        added, or INVALID_ENTRIES_READ when a deletion after ``sid`` or its
+        place make it unknown."""
+        added = self.entries_added
+        if not added:
+            return 0
+        last = self.last_id
+        if not self._len and sid <= last:
+            return added
+        md = self.max_deleted_id
+        if sid and sid < md:  # fragmented between sid and the last ID
+            return INVALID_ENTRIES_READ
+        if sid == last:
+            return added
+        if sid > last:
+            return INVALID_ENTRIES_READ
+        first = self._first
+        if not md or md < first:
+            if sid < first:
+                return added - self._len
+            if sid == first:
+                return added - self._len + 1
+        return INVALID_ENTRIES_READ
+
+    def range_has_tombstones(self, start: int = 0, end: int = MAX_ID) -> bool:
+        """streamRangeHasTombstones as Valkey 9.1 has it: whether the
+        greatest deleted ID lies within [start, end] of a non-empty stream
+        (a deletion before the first entry counts too)."""
+        md = self.max_deleted_id
+        if not self._len or not md:
+            return False
+        return start <= md <= end
+
+    def copy(self) -> Stream:
+        """A deep copy, groups, consumers and pending entries included."""
+        out = Stream()
+        out._nodes = [n.copy() for n in self._nodes]
+        out._keys = list(self._keys)
+        out._len = self._len
+        out._first = self._first
+        out.last_id = self.last_id
+        out.max_deleted_id = self.max_deleted_id
+        out.entries_added = self.entries_added
+        for name, g in self.groups.items():
+            ng = Group(g.last_id, g.entries_read)
+            for cname, c in g.consumers.items():
+                nc = Consumer(c.name, c.seen_time)
+                nc.active_time = c.active_time
+                ng.consumers[cname] = nc
+            for sid, nack in g.pel.items():
+                nn = Nack(nack.delivery_time, nack.delivery_count, ng.consumers[nack.consumer.name])
+                ng.pel[sid] = nn
+                nn.consumer.pel[sid] = nn
+            out.groups[name] = ng
+        return out
+
+
+def rax_node_count(keys: list[bytes]) -> int:
+    """The node count of Valkey's rax holding these keys (sorted, distinct,
+    none a prefix of another): the head, every branching point, every
+    child of a branching point and every leaf, a run of single-child
+    steps being one compressed node."""
+    return 1 + _rax_below(keys, 0) if keys else 1
+
+
+def _rax_below(keys: list[bytes], depth: int) -> int:
+    # Nodes under the node at ``depth`` that the keys (sharing their first
+    # ``depth`` bytes) pass through.
+    if len(keys) == 1:
+        return 0 if depth == len(keys[0]) else 1
+    first, last = keys[0], keys[-1]
+    d = depth
+    while first[d] == last[d]:
+        d += 1
+    count = 1 if d > depth else 0
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i][d] != keys[start][d]:
+            count += 1 + _rax_below(keys[start:i], d + 1)
+            start = i
+    return count

@@ -262,6 +262,20 @@ RULES: dict[bytes, Rule] = {
     b"brpoplpush": _blmove,
     b"linsert": _linsert,
     b"lrem": _unless_zero,
+    # Stream writes that log other commands log them from their handlers
+    # (commands/stream.py: XADD with its ID and an exact trim, XREADGROUP,
+    # XCLAIM and XAUTOCLAIM as XCLAIM ... FORCE JUSTID and XGROUP SETID,
+    # XGROUP DELCONSUMER when a consumer went).
+    b"xadd": _nothing,
+    b"xtrim": _nothing,
+    b"xreadgroup": _nothing,
+    b"xclaim": _nothing,
+    b"xautoclaim": _nothing,
+    b"xdel": _unless_zero,
+    b"xack": _unless_zero,
+    b"xgroup|destroy": _unless_zero,
+    b"xgroup|createconsumer": _unless_zero,
+    b"xgroup|delconsumer": _nothing,  # its reply counts pending entries, not the change
     b"sadd": _unless_zero,
     b"srem": _unless_zero,
     b"smove": _unless_zero,
