@@ -27,6 +27,7 @@ from .script import words
 DURATIONS = {b"idle", b"inactive"}
 ABSOLUTE = {b"seen-time", b"active-time"}
 TOLERANCE_MS = 15_000  # both servers ran the same steps within this
+BRAND_KEY = b"{emq}:version"  # trafikey-server writes it at start-up: not part of a workload
 
 
 class Approx:
@@ -103,7 +104,7 @@ def _int(node: Node, absolute: bool) -> Node:
 
 
 def _is_key(node: Node) -> bool:
-    return node[0] in (b"$", b"+") and isinstance(node[1], bytes)
+    return isinstance(node, tuple) and node[0] in (b"$", b"+") and isinstance(node[1], bytes)
 
 
 def mask_info(node: Node) -> Node:
@@ -178,11 +179,39 @@ def same(command: tuple, valkey: bytes, trafikey: bytes) -> bool:
         return False
 
 
+def first_difference(command: tuple, a: bytes, b: bytes) -> str:
+    """Where two replies first differ (a path into the parsed replies), for
+    readable failures."""
+    try:
+        x, y = masked(command, a), masked(command, b)
+    except (ValueError, AssertionError, IndexError):
+        return "unparsable"
+
+    def walk(p: Any, q: Any, path: str) -> str | None:
+        if isinstance(p, Approx) or isinstance(q, Approx):
+            return None if p == q else f"{path}: {p!r} != {q!r}"
+        if p[0] != q[0] or not isinstance(p[1], list) or not isinstance(q[1], list):
+            return None if p == q else f"{path}: {p!r} != {q!r}"
+        if len(p[1]) != len(q[1]):
+            return f"{path}: length {len(p[1])} != {len(q[1])}"
+        items = p[1]
+        keyed = len(items) % 2 == 0 and all(_is_key(items[i]) for i in range(0, len(items), 2))
+        for i, (u, v) in enumerate(zip(items, q[1], strict=True)):
+            step = f"/{items[i - 1][1].decode(errors='replace')}" if keyed and i % 2 else f"[{i}]"
+            found = walk(u, v, path + step)
+            if found:
+                return found
+        return None
+
+    return walk(x, y, "") or "no difference"
+
+
 def check(pair: Any, *command: object) -> bytes:
     """Send to both servers of a pair: identical replies, or for a reply
     carrying the clock, identical but for its times (within tolerance)."""
     v, t = pair.both(*command)
-    assert same(command, v, t), f"{command!r}\n valkey:   {v!r}\n trafikey: {t!r}"
+    assert same(command, v, t), (
+        f"{command!r}\n first difference: {first_difference(command, v, t)}\n valkey:   {v!r}\n trafikey: {t!r}")
     return v
 
 
@@ -208,6 +237,8 @@ def state(port: int, db: int = 0) -> list[tuple[tuple, bytes]]:
             w.call("SELECT", db)
         out: list[tuple[tuple, bytes]] = []
         for key in sorted(_bulks(w.call("KEYS", "*"))):
+            if key == BRAND_KEY:
+                continue
             probes: list[tuple] = [("TYPE", key), ("PEXPIRETIME", key)]
             kind = w.call("TYPE", key)
             if kind == b"+stream\r\n":
@@ -238,7 +269,8 @@ def assert_states_equal(a: list[tuple[tuple, bytes]], b: list[tuple[tuple, bytes
     equal, clock-dependent numbers within tolerance."""
     assert [p for p, _ in b] == [p for p, _ in a], f"{what} keys differ\n {[p for p, _ in a]}\n {[p for p, _ in b]}"
     for (probe, ar), (_, br) in zip(a, b, strict=True):
-        assert same(probe, ar, br), f"{what} {probe!r}\n valkey/before: {ar!r}\n trafikey/after: {br!r}"
+        assert same(probe, ar, br), (f"{what} {probe!r}\n first difference: {first_difference(probe, ar, br)}"
+                                     f"\n valkey/before: {ar!r}\n trafikey/after: {br!r}")
 
 
 def assert_same_state(valkey_port: int, trafikey_port: int, db: int = 0) -> None:

@@ -170,6 +170,8 @@ def test_xread(pair23: Pair) -> None:
         ("MULTI",), ("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), ("XREAD", "BLOCK", "0", "STREAMS", "nokey", "$"),
         ("EXEC",),
         ("EVAL", "return redis.call('xread', 'BLOCK', '0', 'STREAMS', KEYS[1], '$')", "1", "s"),
+        ("XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"), ("XREAD", "STREAMS", "e", "+"),
+        ("XREAD", "COUNT", "3", "STREAMS", "e", "s", "+", "+"),
     ])
     refused(pair23, [
         ("XREAD", "STREAMS", "s"), ("XREAD", "COUNT", "1", "STREAMS", "s", "t", "0"), ("XREAD", "s", "0"),
@@ -259,6 +261,7 @@ def test_consumer_group_refusals(pair23: Pair) -> None:
         ("XAUTOCLAIM", "s", "g", "c", "0", "x"), ("XAUTOCLAIM", "s", "g", "c", "0", "(+"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "0"), ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "x"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "8070450532247928833"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "1000000000000"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "0", "FOO"), ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT"),
         ("XINFO", "STREAM", "nokey"), ("XINFO", "STREAM", "str"), ("XINFO", "STREAM", "s", "FOO"),
         ("XINFO", "STREAM", "s", "FULL", "COUNT"), ("XINFO", "STREAM", "s", "FULL", "COUNT", "x"),

@@ -521,6 +521,21 @@ def test_xinfo_stream(small_nodes) -> None:  # type: ignore[no-untyped-def]
     check(p, "XINFO", "help")
 
 
+def test_xinfo_stream_full_counts(pair23) -> None:  # type: ignore[no-untyped-def]
+    """FULL shows 10 entries, PEL entries and consumer PEL entries by default."""
+    _fill(pair23, "s", 25)
+    script(pair23, """
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g a COUNT 12 STREAMS s >
+        XREADGROUP GROUP g b STREAMS s >
+        XCLAIM s g c 0 1-0 2-0 3-0 TIME 1000
+        XINFO STREAM s FULL
+        XINFO STREAM s FULL COUNT 3
+        XINFO STREAM s FULL COUNT 0
+        XINFO STREAM s FULL COUNT 11
+    """)
+
+
 def test_xinfo_radix_tree_counts(small_nodes) -> None:  # type: ignore[no-untyped-def]
     """radix-tree-keys is the number of listpack nodes; radix-tree-nodes
     the rax's node count: both as Valkey reports them as a stream grows,
@@ -572,6 +587,97 @@ def test_wrong_type_both_ways(pair23) -> None:  # type: ignore[no-untyped-def]
             refused(pair23, *cmd)
     for cmd in [("GET", "s"), ("HGET", "s", "f"), ("LPUSH", "s", "x"), ("SADD", "s", "x"), ("ZADD", "s", "1", "x"),
                 ("INCR", "s"), ("APPEND", "s", "x"), ("LRANGE", "s", "0", "-1"), ("SMEMBERS", "s"),
-                ("ZRANGE", "s", "0", "-1"), ("HGETALL", "s"), ("STRLEN", "s"), ("PFADD", "s", "x"),
-                ("SETRANGE", "s", "0", "x"), ("GETDEL", "s"), ("SORT", "s")]:
+                ("ZRANGE", "s", "0", "-1"), ("HGETALL", "s"), ("STRLEN", "s"),
+                ("SETRANGE", "s", "0", "x"), ("GETDEL", "s")]:
         refused(pair23, *cmd)
+
+
+# -- the stream as a key ----------------------------------------------------------------------
+
+
+def test_copy_rename_move_of_a_stream_with_groups(small_nodes) -> None:  # type: ignore[no-untyped-def]
+    p = small_nodes
+    _fill(p, "s", 8)
+    script(p, """
+        XDEL s 3-0
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g alice COUNT 3 STREAMS s >
+        XCLAIM s g bob 0 2-0 TIME 1000
+        XGROUP CREATE s h $ ENTRIESREAD 8
+        COPY s c
+        COPY s c
+        XINFO STREAM c FULL
+        XINFO GROUPS c
+        XADD c 9-0 f v
+        XREADGROUP GROUP g carol STREAMS c >
+        XACK c g 1-0
+        XINFO STREAM s FULL
+        XINFO STREAM c FULL
+        COPY c s REPLACE
+        XINFO STREAM s FULL
+        COPY s s1 DB 1
+        RENAME c r
+        XPENDING r g - + 10
+        MOVE r 1
+        SELECT 1
+        XINFO STREAM r FULL
+        XINFO STREAM s1 FULL
+        XREADGROUP GROUP g dave STREAMS s1 >
+        SELECT 0
+        SWAPDB 0 1
+        XINFO GROUPS s1
+        SWAPDB 0 1
+        OBJECT ENCODING s
+        EXPIRE s 100
+        TTL s
+        PERSIST s
+        TYPE r
+        DEL s
+        XINFO GROUPS s
+    """)
+    assert_same_state(p.v.port, p.t.port)
+    assert_same_state(p.v.port, p.t.port, db=1)
+
+
+def test_stream_replies_through_scripts(pair23) -> None:  # type: ignore[no-untyped-def]
+    """Stream replies converted to Lua values and back, in RESP2 and with
+    the script in RESP3."""
+    _fill(pair23, "s", 3)
+    pair23.check("XGROUP", "CREATE", "s", "g", "0")
+    for body in [
+        "return redis.call('XRANGE', KEYS[1], '-', '+')",
+        "return redis.call('XREAD', 'STREAMS', KEYS[1], '0')",
+        "return redis.call('XREAD', 'STREAMS', KEYS[1], '99')",
+        "return redis.call('XINFO', 'STREAM', KEYS[1])",
+        "return redis.call('XINFO', 'GROUPS', KEYS[1])",
+        "return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', '1', 'STREAMS', KEYS[1], '>')",
+        "return redis.call('XPENDING', KEYS[1], 'g')",
+        "return redis.call('XAUTOCLAIM', KEYS[1], 'g', 'd', '0', '0')",
+        "return redis.pcall('XADD', KEYS[1], '1-0', 'f', 'v')",
+        "return redis.call('XADD', KEYS[1], '9-*', 'f', 'v')",
+        "redis.setresp(3); return redis.call('XPENDING', KEYS[1], 'g')",
+    ]:
+        check(pair23, "EVAL", body, "1", "s")
+    # A map becomes a Lua table, walked in another order here than in
+    # Valkey (docs/compatibility.md): compared as maps.
+    for body in [
+        "redis.setresp(3); return redis.call('XINFO', 'STREAM', KEYS[1])",
+        "redis.setresp(3); return redis.call('XREAD', 'STREAMS', KEYS[1], '0')",
+        "redis.setresp(3); return redis.call('XREAD', 'STREAMS', KEYS[1], '99')",
+        "redis.setresp(3); return redis.call('XINFO', 'GROUPS', KEYS[1])",
+    ]:
+        v, t = pair23.both("EVAL", body, "1", "s")
+        assert _as_maps(tree(t)) == _as_maps(tree(v)), f"{body}\n valkey:   {v!r}\n trafikey: {t!r}"
+
+
+def _as_maps(node):  # type: ignore[no-untyped-def]
+    """A parsed reply with every map's pairs (a RESP3 map, or the flat
+    array a map becomes in RESP2) in sorted order."""
+    kind, payload = node[0], node[1]
+    if not isinstance(payload, list):
+        return node
+    items = [_as_maps(x) for x in payload]
+    keyed = len(items) % 2 == 0 and all(x[0] in (b"$", b"+") for x in items[0::2])
+    if kind == b"%" or (keyed and items):
+        return (kind, sorted(zip(items[0::2], items[1::2], strict=True), key=repr))
+    return (kind, items)

@@ -285,3 +285,45 @@ def test_a_blocked_xreadgroup_served_after_a_script(sides: Sides) -> None:
         ("read", 1), ("read", 2), ("blocked", 0),
         *state("s", "g"),
     ])
+
+
+def test_xreadgroup_blocked_on_several_streams(sides: Sides) -> None:
+    check(sides, [
+        ("call", 0, "XGROUP", "CREATE", "a", "g", "$", "MKSTREAM"),
+        ("call", 0, "XGROUP", "CREATE", "b", "g", "$", "MKSTREAM"),
+        ("send", 1, ("XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "BLOCK", "0", "STREAMS", "a", "b", ">", ">")),
+        ("blocked", 1),
+        ("send", 2, ("XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "a", "b", "$", "$")), ("blocked", 2),
+        ("info", "total_blocking_keys"),
+        ("call", 0, "XADD", "b", "1-0", "f", "v"), ("read", 1), ("read", 2), ("blocked", 0),
+        ("send", 1, ("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "a", "b", ">", ">")), ("blocked", 1),
+        ("call", 0, "MULTI"), ("call", 0, "XADD", "a", "1-0", "f", "v"), ("call", 0, "XADD", "b", "2-0", "f", "v"),
+        ("call", 0, "EXEC"), ("read", 1), ("blocked", 0),
+        *state("a", "g"), *state("b", "g"),
+    ])
+
+
+def test_entries_taken_before_the_blocked_reader_is_served(sides: Sides) -> None:
+    """A transaction adds an entry and reads it for another consumer of
+    the same group: the blocked consumer finds nothing and keeps waiting."""
+    check(sides, [
+        ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
+        ("send", 1, ("XREADGROUP", "GROUP", "g", "waiter", "BLOCK", "0", "STREAMS", "s", ">")), ("blocked", 1),
+        ("call", 0, "MULTI"), ("call", 0, "XADD", "s", "1-0", "f", "v"),
+        ("call", 0, "XREADGROUP", "GROUP", "g", "eager", "STREAMS", "s", ">"), ("call", 0, "EXEC"),
+        ("blocked", 1),
+        ("call", 2, "XADD", "s", "2-0", "f", "v"), ("read", 1), ("blocked", 0),
+        *state("s", "g"),
+    ])
+
+
+def test_one_client_blocks_again_after_being_served(sides: Sides) -> None:
+    check(sides, [
+        ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
+        *[step for i in range(1, 4) for step in (
+            ("send", 1, ("XREADGROUP", "GROUP", "g", "loop", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">")),
+            ("blocked", 1),
+            ("call", 2, "XADD", "s", f"{i}-0", "n", str(i)), ("read", 1), ("blocked", 0),
+            ("call", 1, "XACK", "s", "g", f"{i}-0"))],
+        *state("s", "g"),
+    ])

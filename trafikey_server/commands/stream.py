@@ -24,6 +24,7 @@ the blocked state).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
@@ -146,6 +147,29 @@ def range_bounds(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
     return start, end
 
 
+# The running transaction (its reply list, unique while it runs) and the
+# time it started.
+_unit: list[object] = [None, 0]
+
+
+def now_ms(c: Client) -> int:
+    """Valkey's commandTimeSnapshot: a transaction's commands all see the
+    time it started (a script already runs on a stopped clock), so its
+    generated IDs, delivery times and consumer times agree."""
+    if c.in_exec:
+        unit = _unit
+        if unit[0] is not c.exec_out:
+            unit[0] = c.exec_out
+            unit[1] = c.server.clock.ms()
+        return unit[1]  # type: ignore[return-value]
+    if c.server.loading:
+        # The clock stands at 0 while a file loads (so that nothing
+        # expires); the consumers and pending entries it rebuilds get the
+        # time of day, as in Valkey.
+        return time.time_ns() // 1_000_000 + c.server.clock.offset_ms
+    return c.server.clock.ms()
+
+
 def get_stream(db: Db, key: bytes, read: bool = False) -> Stream | None:
     """The stream under key (WRONGTYPE for another type); a read that finds
     no key raises ``keymiss`` as Valkey's lookupKeyRead does."""
@@ -164,9 +188,15 @@ def emit(db: Db, event: bytes, key: bytes) -> None:
         db.events.emit(db, event, key)
 
 
-def propagate(c: Client, effects: list[list[bytes]]) -> None:
+def logging(c: Client) -> bool:
+    """Whether the append-only file records what this command does (on,
+    and not being replayed)."""
+    return c.server.aof is not None and not c.server.loading
+
+
+def propagate(c: Client, effects: list[list[bytes]] | None) -> None:
     """The commands the append-only file records for this one (Valkey's
-    alsoPropagate); nothing while the file is being replayed."""
+    alsoPropagate); nothing while the file is off or being replayed."""
     aof = c.server.aof
     if aof is not None and effects and not c.server.loading:
         aof.add(c.db.id, effects)
@@ -240,7 +270,7 @@ def setid_effect(key: bytes, group: bytes, g: Group) -> list[bytes]:
 
 def create_consumer(c: Client, g: Group, name: bytes, key: bytes) -> Consumer:
     """streamCreateConsumer (the caller knows the name is new)."""
-    consumer = Consumer(name, c.server.clock.ms())
+    consumer = Consumer(name, now_ms(c))
     g.consumers[name] = consumer
     emit(c.db, b"xgroup-createconsumer", key)
     return consumer
@@ -381,8 +411,11 @@ def _exact_trim_arg(s: Stream, t: _Trim) -> bytes:
     return fmt_id(s.edge_id(True, False))
 
 
+_PLAIN = _Trim()  # XADD key * ...: no option, a generated ID
+
+
 def xadd(c: Client, argv: list[bytes]) -> bytes:
-    t, idpos = _trim_args(c, argv, True)
+    t, idpos = (_PLAIN, 2) if argv[2] == b"*" else _trim_args(c, argv, True)
     field_pos = idpos + 1
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields % 2:
@@ -401,7 +434,7 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
     if last == MAX_ID:
         raise CommandError(_EXHAUSTED)
     if not t.id_given:
-        ms = c.server.clock.ms()
+        ms = now_ms(c)
         sid = make_id(ms, 0) if ms > id_ms(last) else last + 1
     elif t.seq_given:
         sid = t.sid
@@ -681,12 +714,9 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
                 raise CommandError(b"ERR The + ID is meaningless in the context of XREADGROUP: you want to read the "
                                    b"history of this consumer by specifying a proper ID, or use the > ID to get new "
                                    b"messages. The + ID would just return an empty result set.")
-            if s is not None:
-                if s.last_id == 0:
-                    raise CommandError(b"ERR the stream last element ID is 0-0")
-                ids.append(s.last_id - 1)
-            else:
-                ids.append(0)
+            # The last entry: from just below the last ID (an empty stream
+            # that never had one reads from 0-0 and finds nothing).
+            ids.append(s.last_id - 1 if s is not None and s.last_id else 0)
         elif text == b">":
             if not grouped:
                 raise CommandError(b"ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
@@ -695,9 +725,10 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         else:
             ids.append(parse_id(arg, 0, True))
 
-    now = c.server.clock.ms()
+    now = now_ms(c)
     served: list[bytes] = []
-    effects: list[list[bytes]] = []
+    # What the append-only file will record, gathered only while it is on.
+    effects: list[list[bytes]] | None = [] if logging(c) else None
     for k, key in enumerate(keys):
         s = get_stream(db, key, True)
         if s is None:
@@ -717,7 +748,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
             consumer = g.consumers.get(consumername)
             if consumer is None:
                 consumer = create_consumer(c, g, consumername, key)
-                if noack:
+                if noack and effects is not None:
                     effects.append([b"XGROUP", b"CREATECONSUMER", key, groupname, consumername])
             consumer.seen_time = now
         elif len(s) and last_valid_id(s) > gt:
@@ -742,13 +773,15 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
     if timeout != -1:
         if not may_block(c):
             return c.r.null_array
+        if effects:  # a NOACK consumer created before blocking: logged now, as Valkey's call() does
+            c.server.aof.close_unit()  # type: ignore[union-attr]
         c.server.blocking.block(c, keys, Stream, timeout, c.r.null_array, grouped,
                                 None if grouped else ids)
     return c.r.null_array
 
 
 def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer, noack: bool, now: int,
-                 key: bytes, groupname: bytes, effects: list[list[bytes]]) -> bytes:
+                 key: bytes, groupname: bytes, effects: list[list[bytes]] | None) -> bytes:
     """streamReplyWithRange with a group: new entries for a consumer, each
     moving the group's last ID and counter and (unless NOACK) entering the
     pending lists, logged as the XCLAIM that recreates it."""
@@ -777,11 +810,12 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
                 nack.delivery_count = 1
             consumer.pel[sid] = nack
             consumer.active_time = now
-            effects.append(xclaim_effect(key, groupname, g, fmt_id(sid), nack))
+            if effects is not None:
+                effects.append(xclaim_effect(key, groupname, g, fmt_id(sid), nack))
         n += 1
         if n == count:
             break
-    if moved:
+    if moved and effects is not None:
         effects.append(setid_effect(key, groupname, g))
     out[0] = array_header(n)
     return b"".join(out)

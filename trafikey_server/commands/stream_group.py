@@ -12,6 +12,7 @@ entry they touched, as Valkey propagates them.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
@@ -28,6 +29,7 @@ from .stream import (
     get_stream,
     help_reply,
     lag_reply,
+    now_ms,
     parse_id,
     parse_interval,
     propagate,
@@ -241,7 +243,7 @@ def xpending(c: Client, argv: list[bytes]) -> bytes:
         if consumer is None:
             return EMPTY_ARRAY
         source = consumer
-    now = c.server.clock.ms()
+    now = now_ms(c)
     out = [b""]
     k = 0
     for sid in source.pending(start, end):
@@ -292,7 +294,7 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
         except CommandError:
             break
         j += 1
-    now = c.server.clock.ms()
+    now = now_ms(c)
     retrycount = -1
     deliverytime = -1
     force = justid = False
@@ -369,6 +371,9 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
 
 
 _COUNT_MAX = ((1 << 63) - 1) // 16
+# Valkey allocates 16 bytes per COUNT up front (the deleted IDs) and refuses
+# a COUNT whose allocation fails; the machine's memory is where it fails.
+_ALLOC_LIMIT = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
@@ -400,7 +405,9 @@ def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
     s, g = _group_of(c, key, groupname)
     if s is None or g is None:
         raise _nogroup(key, groupname)
-    now = c.server.clock.ms()
+    if count * 16 > _ALLOC_LIMIT:
+        raise CommandError(b"ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
+    now = now_ms(c)
     consumer = _claimer(c, g, argv[3], key, now)
     attempts = count * 10
     pel = g.pel.after(start, attempts + 1)  # all the walk can see, and the cursor after it
@@ -463,7 +470,7 @@ def xinfo_consumers(c: Client, argv: list[bytes]) -> bytes:
     if g is None:
         raise error_format(b"-NOGROUP No such consumer group '%s' for key name '%s'" % (cstr(argv[3]), cstr(argv[2])))
     r = c.r
-    now = c.server.clock.ms()
+    now = now_ms(c)
     out = [array_header(len(g.consumers))]
     for name in g.consumer_names():
         consumer = g.consumers[name]

@@ -14,7 +14,10 @@ which is false while no key is watched and nothing observes. A value added
 under an absent key (``add``, or ``set`` of an absent key: Valkey's dbAdd) is
 also where a key some client is blocked on becomes ready (``blocking.py``),
 and where keyspace notifications raise ``new``; with nobody blocked and
-notifications off that costs two tests.
+notifications off that costs two tests. A key deleted, overwritten, expired,
+flushed or swapped away is ready for the clients that wait to hear of that
+(XREADGROUP, ``_gone``), and XADD signals its key on every entry
+(``signal_ready``); each costs one test of ``blocking`` when nobody waits.
 """
 
 from __future__ import annotations

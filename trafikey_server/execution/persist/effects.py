@@ -262,11 +262,6 @@ RULES: dict[bytes, Rule] = {
     b"brpoplpush": _blmove,
     b"linsert": _linsert,
     b"lrem": _unless_zero,
-    b"sadd": _unless_zero,
-    b"srem": _unless_zero,
-    b"smove": _unless_zero,
-    b"spop": _spop,
-    b"cluster|flushslot": _nothing,
     # Stream writes that log other commands log them from their handlers
     # (commands/stream.py: XADD with its ID and an exact trim, XREADGROUP,
     # XCLAIM and XAUTOCLAIM as XCLAIM ... FORCE JUSTID and XGROUP SETID,
@@ -281,6 +276,11 @@ RULES: dict[bytes, Rule] = {
     b"xgroup|destroy": _unless_zero,
     b"xgroup|createconsumer": _unless_zero,
     b"xgroup|delconsumer": _nothing,  # its reply counts pending entries, not the change
+    b"sadd": _unless_zero,
+    b"srem": _unless_zero,
+    b"smove": _unless_zero,
+    b"spop": _spop,
+    b"cluster|flushslot": _nothing,
 }
 
 
