@@ -524,3 +524,36 @@ def test_integer_extremes(pair23) -> None:  # type: ignore[no-untyped-def]
         XINFO CONSUMERS s g
     """)
     assert_same_state(pair23.v.port, pair23.t.port)
+
+
+def test_counters_past_the_signed_64_bit_range(pair23) -> None:  # type: ignore[no-untyped-def]
+    """entries-added, entries-read and lag as Valkey's 64-bit counters
+    report them past 2^63 - 1."""
+    script(pair23, """
+        XADD s 1-0 f v
+        XSETID s 1-0 ENTRIESADDED 9223372036854775807 MAXDELETEDID 0-0
+        XADD s 2-0 f v
+        XINFO STREAM s
+        XGROUP CREATE s g 0 ENTRIESREAD 9223372036854775807
+        XGROUP CREATE s h 0 ENTRIESREAD 9223372036854775806
+        XINFO GROUPS s
+        XREADGROUP GROUP g c STREAMS s >
+        XREADGROUP GROUP h c COUNT 1 STREAMS s >
+        XINFO GROUPS s
+        XADD s 3-0 f v
+        XINFO GROUPS s
+        XREADGROUP GROUP h c COUNT 1 STREAMS s >
+        XINFO GROUPS s
+        XINFO STREAM s FULL
+        XADD t 1-0 f v
+        XGROUP CREATE t g 0 ENTRIESREAD 5
+        XINFO GROUPS t
+        XGROUP SETID t g 0 ENTRIESREAD 9223372036854775807
+        XINFO GROUPS t
+        XREADGROUP GROUP g c STREAMS t >
+        XINFO GROUPS t
+        XADD t 2-0 f v
+        XINFO GROUPS t
+        XREADGROUP GROUP g c STREAMS t >
+        XINFO GROUPS t
+    """)
