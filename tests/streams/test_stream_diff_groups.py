@@ -557,3 +557,34 @@ def test_counters_past_the_signed_64_bit_range(pair23) -> None:  # type: ignore[
         XREADGROUP GROUP g c STREAMS t >
         XINFO GROUPS t
     """)
+
+
+def test_entries_read_of_a_group_behind_the_first_entry(pair23) -> None:  # type: ignore[no-untyped-def]
+    """A group whose last ID is before the stream's first entry has its
+    counter estimated again on its next read, whatever ENTRIESREAD said."""
+    script(pair23, """
+        XADD t 1-0 f v
+        XADD t 2-0 f v
+        XGROUP CREATE t a 0 ENTRIESREAD 5
+        XGROUP CREATE t b 0
+        XGROUP SETID t b 0 ENTRIESREAD 1
+        XGROUP CREATE t c 0 ENTRIESREAD 0
+        XINFO GROUPS t
+        XREADGROUP GROUP a x COUNT 1 STREAMS t >
+        XREADGROUP GROUP b x COUNT 1 STREAMS t >
+        XREADGROUP GROUP c x COUNT 1 STREAMS t >
+        XINFO GROUPS t
+        XTRIM t MAXLEN 1
+        XGROUP CREATE t d 0 ENTRIESREAD 0
+        XREADGROUP GROUP d x STREAMS t >
+        XINFO GROUPS t
+        XADD u 1-0 f v
+        XGROUP CREATE u a 0 ENTRIESREAD 5
+        XREADGROUP GROUP a x STREAMS u >
+        XINFO GROUPS u
+        XADD v 1-0 f v
+        XADD v 2-0 f v
+        XGROUP CREATE v a 0 ENTRIESREAD 7
+        XREADGROUP GROUP a x STREAMS v >
+        XINFO GROUPS v
+    """)
