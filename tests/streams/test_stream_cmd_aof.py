@@ -48,10 +48,15 @@ WRITES = [
 def _workload(port: int) -> list[bytes]:
     ctl, waiter = Wire(port), Wire(port)
     replies = [ctl.call(*req) for req in WRITES]
-    for block, write in [
-        (("XREADGROUP", "GROUP", "g", "w", "BLOCK", "0", "STREAMS", "s", ">"), ("XADD", "s", "60-*", "k", "v")),
-        (("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), ("XADD", "s", "61-0", "k", "v")),
+    for setup, block, write in [
+        (("PING",), ("XREADGROUP", "GROUP", "g", "w", "BLOCK", "0", "STREAMS", "s", ">"),
+         ("XADD", "s", "60-*", "k", "v")),
+        (("PING",), ("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), ("XADD", "s", "61-0", "k", "v")),
+        # A consumer created before blocking is logged then (NOACK logs no XCLAIM that would create it).
+        (("XGROUP", "CREATE", "s", "g3", "$"), ("XREADGROUP", "GROUP", "g3", "new", "NOACK", "BLOCK", "0",
+                                                  "STREAMS", "s", ">"), ("XADD", "s", "62-0", "k", "v")),
     ]:
+        replies.append(ctl.call(*setup))
         waiter.send_raw(encode(*block))
         _blocked(ctl, 1)
         replies.append(ctl.call(*write))

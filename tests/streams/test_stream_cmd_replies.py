@@ -170,6 +170,8 @@ def test_xread(pair23: Pair) -> None:
         ("MULTI",), ("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), ("XREAD", "BLOCK", "0", "STREAMS", "nokey", "$"),
         ("EXEC",),
         ("EVAL", "return redis.call('xread', 'BLOCK', '0', 'STREAMS', KEYS[1], '$')", "1", "s"),
+        ("XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"), ("XREAD", "STREAMS", "e", "+"),
+        ("XREAD", "COUNT", "3", "STREAMS", "e", "s", "+", "+"),
     ])
     refused(pair23, [
         ("XREAD", "STREAMS", "s"), ("XREAD", "COUNT", "1", "STREAMS", "s", "t", "0"), ("XREAD", "s", "0"),

@@ -166,16 +166,20 @@ def test_copy_is_deep() -> None:
 def test_counters_change_width(valkey: redis.Redis) -> None:
     """A node's live and deleted counters crossing 127/128 and 4095/4096
     change their listpack width (lpReplaceInteger): every entry after them
-    moves, and the node's bytes stay Valkey's both ways."""
+    moves, and the node's bytes stay Valkey's both ways; a node of more
+    than 65,535 elements keeps its header count at "unknown"."""
     r = valkey
     r.delete("s")
     r.config_set("stream-node-max-bytes", 0)
     r.config_set("stream-node-max-entries", 0)
     s = Stream()
-    for i in range(1, 4200):
+    pipe = r.pipeline(transaction=False)
+    for i in range(1, 14000):  # past 65,535 listpack elements: the header count stays "unknown"
         fields = [b"f", b"%d" % i] if i % 7 else [b"g", b"x", b"h", b"y"]
-        r.execute_command("XADD", "s", b"1-%d" % i, *fields)
+        pipe.execute_command("XADD", "s", b"1-%d" % i, *fields)
         s.add(make_id(1, i), fields, (0, 0))
+    pipe.execute()
+    assert s.nodes()[0].nele > 65535
     t, body = STREAM.rdb_save(s)
     assert bytes((t,)) + body == r.dump("s")[:-10]
     for i in list(range(4000, 4200, 3)) + list(range(1, 140)):

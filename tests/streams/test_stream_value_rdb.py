@@ -391,3 +391,41 @@ def test_broken_nodes_are_load_errors() -> None:
                 lp(body[:-14])):
         with pytest.raises(RdbError, match="'k'"):
             load(bad)
+
+
+def test_writes_after_loading_follow_the_files_nodes(d: Path) -> None:
+    """Entries added to, deleted from and trimmed off loaded streams land
+    in the file's nodes as they land in Valkey's: after the same writes on
+    both servers, this server's file gives Valkey the same DUMP bytes."""
+    writes = [("XADD", k, "*", "f", "new") for k in ("s", "wide", "tomb", "empty", "counted") for _ in range(7)]
+    writes += [("XDEL", "s", "1013-39", "1013-40"), ("XTRIM", "counted", "MAXLEN", "~", "50"),
+               ("XTRIM", "tomb", "MINID", "=", "1-6"), ("XADD", "wide", "*", "big", "z" * 300)]
+    vdir = Path(tempfile.mkdtemp(prefix="rdb-streams-"))
+    try:
+        shutil.copy(d / "dump.rdb", vdir / "dump.rdb")
+        v = start_valkey("--dir", str(vdir))
+        t = start_trafikey("--dir", str(d), "--emq-brand", "none")
+        try:
+            vr, tr = redis.Redis(port=v.port), redis.Redis(port=t.port)
+            for w in writes:
+                got = vr.execute_command(*w)
+                if w[0] == "XADD":  # the same IDs on both
+                    w = (*w[:2], got, *w[3:])
+                assert tr.execute_command(*w) == got, w
+            want = {k: vr.dump(k) for k in KEYS}
+            (d / "dump.rdb").unlink()
+            tr.save()
+            vr.close()
+            tr.close()
+        finally:
+            v.stop()
+            t.stop()
+    finally:
+        shutil.rmtree(vdir, ignore_errors=True)
+    v = start_valkey("--dir", str(d))
+    try:
+        vr = redis.Redis(port=v.port)
+        assert {k: vr.dump(k) for k in KEYS} == want
+        vr.close()
+    finally:
+        v.stop()

@@ -24,6 +24,7 @@ the blocked state).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
@@ -146,6 +147,29 @@ def range_bounds(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
     return start, end
 
 
+# The running transaction (its reply list, unique while it runs) and the
+# time it started.
+_unit: list[object] = [None, 0]
+
+
+def now_ms(c: Client) -> int:
+    """Valkey's commandTimeSnapshot: a transaction's commands all see the
+    time it started (a script already runs on a stopped clock), so its
+    generated IDs, delivery times and consumer times agree."""
+    if c.in_exec:
+        unit = _unit
+        if unit[0] is not c.exec_out:
+            unit[0] = c.exec_out
+            unit[1] = c.server.clock.ms()
+        return unit[1]  # type: ignore[return-value]
+    if c.server.loading:
+        # The clock stands at 0 while a file loads (so that nothing
+        # expires); the consumers and pending entries it rebuilds get the
+        # time of day, as in Valkey.
+        return time.time_ns() // 1_000_000 + c.server.clock.offset_ms
+    return c.server.clock.ms()
+
+
 def get_stream(db: Db, key: bytes, read: bool = False) -> Stream | None:
     """The stream under key (WRONGTYPE for another type); a read that finds
     no key raises ``keymiss`` as Valkey's lookupKeyRead does."""
@@ -246,7 +270,7 @@ def setid_effect(key: bytes, group: bytes, g: Group) -> list[bytes]:
 
 def create_consumer(c: Client, g: Group, name: bytes, key: bytes) -> Consumer:
     """streamCreateConsumer (the caller knows the name is new)."""
-    consumer = Consumer(name, c.server.clock.ms())
+    consumer = Consumer(name, now_ms(c))
     g.consumers[name] = consumer
     emit(c.db, b"xgroup-createconsumer", key)
     return consumer
@@ -410,7 +434,7 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
     if last == MAX_ID:
         raise CommandError(_EXHAUSTED)
     if not t.id_given:
-        ms = c.server.clock.ms()
+        ms = now_ms(c)
         sid = make_id(ms, 0) if ms > id_ms(last) else last + 1
     elif t.seq_given:
         sid = t.sid
@@ -690,12 +714,9 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
                 raise CommandError(b"ERR The + ID is meaningless in the context of XREADGROUP: you want to read the "
                                    b"history of this consumer by specifying a proper ID, or use the > ID to get new "
                                    b"messages. The + ID would just return an empty result set.")
-            if s is not None:
-                if s.last_id == 0:
-                    raise CommandError(b"ERR the stream last element ID is 0-0")
-                ids.append(s.last_id - 1)
-            else:
-                ids.append(0)
+            # The last entry: from just below the last ID (an empty stream
+            # that never had one reads from 0-0 and finds nothing).
+            ids.append(s.last_id - 1 if s is not None and s.last_id else 0)
         elif text == b">":
             if not grouped:
                 raise CommandError(b"ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
@@ -704,7 +725,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         else:
             ids.append(parse_id(arg, 0, True))
 
-    now = c.server.clock.ms()
+    now = now_ms(c)
     served: list[bytes] = []
     # What the append-only file will record, gathered only while it is on.
     effects: list[list[bytes]] | None = [] if logging(c) else None
@@ -752,6 +773,8 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
     if timeout != -1:
         if not may_block(c):
             return c.r.null_array
+        if effects:  # a NOACK consumer created before blocking: logged now, as Valkey's call() does
+            c.server.aof.close_unit()  # type: ignore[union-attr]
         c.server.blocking.block(c, keys, Stream, timeout, c.r.null_array, grouped,
                                 None if grouped else ids)
     return c.r.null_array

@@ -29,6 +29,7 @@ from .stream import (
     get_stream,
     help_reply,
     lag_reply,
+    now_ms,
     parse_id,
     parse_interval,
     propagate,
@@ -242,7 +243,7 @@ def xpending(c: Client, argv: list[bytes]) -> bytes:
         if consumer is None:
             return EMPTY_ARRAY
         source = consumer
-    now = c.server.clock.ms()
+    now = now_ms(c)
     out = [b""]
     k = 0
     for sid in source.pending(start, end):
@@ -293,7 +294,7 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
         except CommandError:
             break
         j += 1
-    now = c.server.clock.ms()
+    now = now_ms(c)
     retrycount = -1
     deliverytime = -1
     force = justid = False
@@ -406,7 +407,7 @@ def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
         raise _nogroup(key, groupname)
     if count * 16 > _ALLOC_LIMIT:
         raise CommandError(b"ERR Insufficient memory, failed allocating transient memory, COUNT too high.")
-    now = c.server.clock.ms()
+    now = now_ms(c)
     consumer = _claimer(c, g, argv[3], key, now)
     attempts = count * 10
     pel = g.pel.after(start, attempts + 1)  # all the walk can see, and the cursor after it
@@ -469,7 +470,7 @@ def xinfo_consumers(c: Client, argv: list[bytes]) -> bytes:
     if g is None:
         raise error_format(b"-NOGROUP No such consumer group '%s' for key name '%s'" % (cstr(argv[3]), cstr(argv[2])))
     r = c.r
-    now = c.server.clock.ms()
+    now = now_ms(c)
     out = [array_header(len(g.consumers))]
     for name in g.consumer_names():
         consumer = g.consumers[name]

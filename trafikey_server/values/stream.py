@@ -15,8 +15,11 @@ or its entry count reach stream-node-max-bytes / -entries), a deletion
 only flags an entry until its node has no live entry left, and a trim
 removes whole nodes first: so XLEN after ``~`` trims, XINFO's node count
 and the RDB form are Valkey's, and an entry costs its listpack bytes plus
-its ID (16 bytes) and offset (4 bytes) in per-node arrays, not Python
-objects. Entries are decoded when read.
+its ID (8 bytes while its parts fit 32 bits) and offset (4 bytes) in
+per-node arrays, not Python objects. Entries are decoded when read.
+
+Pending entries lists (``Pel``) are dicts that keep their IDs sorted, so
+the range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect.
 
 This module is the structure and its API only (t_stream.c's
 streamAppendItem, streamTrim, iterators, the NACK and consumer records);
