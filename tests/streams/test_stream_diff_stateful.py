@@ -174,7 +174,7 @@ def test_random_stream_sequences_match_valkey(pair23) -> None:  # type: ignore[n
     run_state_machine_as_test(
         lambda: Streams(pair23),
         settings=settings(
-            max_examples=40,
+            max_examples=30,
             stateful_step_count=40,
             deadline=None,
             # No shrinking: replaying against two live servers is slow, and
