@@ -14,7 +14,7 @@ found in ``valuetypes.py``); this module frames the file around them.
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
 hashes and sorted sets, string-score sorted sets, and field-TTL hashes whose
-fields carry no TTL. Anything else (lists, sets, streams, module values,
+fields carry no TTL. Anything else (module values,
 functions, hash fields with TTLs) is refused with an error naming the key
 and the type: skipping it would silently lose data the user meant to keep.
 
