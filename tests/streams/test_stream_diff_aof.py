@@ -51,6 +51,8 @@ WRITES: list[tuple] = [
     ("XCLAIM", "s", "g1", "frank", "0", "8-0", "FORCE", "TIME", "3000", "LASTID", "8-0"),
     ("XGROUP", "SETID", "s", "g2", "4-0", "ENTRIESREAD", "3"),
     ("XDEL", "s", "5-0"), ("XAUTOCLAIM", "s", "g1", "gina", "0", "0", "COUNT", "2"),
+    ("XDEL", "s", "4-0"), ("XCLAIM", "s", "g1", "hank", "0", "4-0", "7-0"),
+    ("XCLAIM", "s", "g1", "hank", "0", "4-0", "JUSTID"), ("XACK", "s", "g1", "4-0", "99-0"),
     ("XAUTOCLAIM", "s", "g1", "gina", "0", "0", "COUNT", "10", "JUSTID"),
     ("MULTI",), ("XADD", "m", "1-0", "f", "v"), ("XGROUP", "CREATE", "m", "g", "0"),
     ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "m", ">"), ("XADD", "m", "MAXLEN", "0", "2-0", "f", "v"), ("EXEC",),

@@ -484,3 +484,107 @@ def test_group_names_and_consumer_names_are_binary(pair23) -> None:  # type: ign
                 ("XINFO", "CONSUMERS", "s", b"g\x00"), ("XREADGROUP", "GROUP", b"g\x00", "c", "STREAMS", "s", ">"),
                 ("XCLAIM", "s", b"g\x00", "c", "0", "1-0"), ("XINFO", "STREAM", "s", "FULL")]:
         check(pair23, *cmd)
+
+
+def test_integer_extremes(pair23) -> None:  # type: ignore[no-untyped-def]
+    _fill(pair23, "s", 2)
+    script(pair23, """
+        XGROUP CREATE s g 0
+        XINFO STREAM s FULL COUNT 9223372036854775807
+        XRANGE s - + COUNT 9223372036854775807
+        XREAD COUNT 9223372036854775807 STREAMS s 0
+        XREADGROUP GROUP g c COUNT 9223372036854775807 STREAMS s >
+        XPENDING s g - + 9223372036854775807
+        XCLAIM s g c 0 1-0 RETRYCOUNT 9223372036854775807
+        XCLAIM s g c 0 2-0 RETRYCOUNT -5
+        XPENDING s g - + 10
+        XCLAIM s g c 0 1-0 IDLE 9223372036854775807
+        XCLAIM s g c 0 1-0 IDLE -9223372036854775808
+        XCLAIM s g c 0 1-0 TIME -9223372036854775808
+        XCLAIM s g c 9223372036854775807 1-0
+        XCLAIM s g c -9223372036854775808 1-0
+        XCLAIM s g c 0 1-0 RETRYCOUNT 9223372036854775808
+        XGROUP CREATE s g2 0 ENTRIESREAD 9223372036854775807
+        XINFO GROUPS s
+        XREAD BLOCK 9223372036854775807 STREAMS s 0
+        XREAD BLOCK 9223372036854775806 STREAMS s 9
+        XREAD BLOCK -0 STREAMS s 0
+        XREAD BLOCK 00 STREAMS s 0
+        XREAD BLOCK 1e3 STREAMS s 0
+        XAUTOCLAIM s g c 9223372036854775807 0
+        XAUTOCLAIM s g c 0 0 COUNT 922337203685477580
+        XAUTOCLAIM s g c 0 0 COUNT 922337203685477579
+        XAUTOCLAIM s g c 0 0 COUNT 1152921504606846976
+        XTRIM s MAXLEN ~ 9223372036854775807 LIMIT 9223372036854775807
+        XADD s MAXLEN 9223372036854775807 3-0 f v
+        XADD s MINID 18446744073709551615 4-0 f v
+        XLEN s
+        XPENDING s g IDLE 9223372036854775807 - + 10
+        XPENDING s g IDLE -9223372036854775808 - + 10
+        XINFO CONSUMERS s g
+    """)
+    assert_same_state(pair23.v.port, pair23.t.port)
+
+
+def test_counters_past_the_signed_64_bit_range(pair23) -> None:  # type: ignore[no-untyped-def]
+    """entries-added, entries-read and lag as Valkey's 64-bit counters
+    report them past 2^63 - 1."""
+    script(pair23, """
+        XADD s 1-0 f v
+        XSETID s 1-0 ENTRIESADDED 9223372036854775807 MAXDELETEDID 0-0
+        XADD s 2-0 f v
+        XINFO STREAM s
+        XGROUP CREATE s g 0 ENTRIESREAD 9223372036854775807
+        XGROUP CREATE s h 0 ENTRIESREAD 9223372036854775806
+        XINFO GROUPS s
+        XREADGROUP GROUP g c STREAMS s >
+        XREADGROUP GROUP h c COUNT 1 STREAMS s >
+        XINFO GROUPS s
+        XADD s 3-0 f v
+        XINFO GROUPS s
+        XREADGROUP GROUP h c COUNT 1 STREAMS s >
+        XINFO GROUPS s
+        XINFO STREAM s FULL
+        XADD t 1-0 f v
+        XGROUP CREATE t g 0 ENTRIESREAD 5
+        XINFO GROUPS t
+        XGROUP SETID t g 0 ENTRIESREAD 9223372036854775807
+        XINFO GROUPS t
+        XREADGROUP GROUP g c STREAMS t >
+        XINFO GROUPS t
+        XADD t 2-0 f v
+        XINFO GROUPS t
+        XREADGROUP GROUP g c STREAMS t >
+        XINFO GROUPS t
+    """)
+
+
+def test_entries_read_of_a_group_behind_the_first_entry(pair23) -> None:  # type: ignore[no-untyped-def]
+    """A group whose last ID is before the stream's first entry has its
+    counter estimated again on its next read, whatever ENTRIESREAD said."""
+    script(pair23, """
+        XADD t 1-0 f v
+        XADD t 2-0 f v
+        XGROUP CREATE t a 0 ENTRIESREAD 5
+        XGROUP CREATE t b 0
+        XGROUP SETID t b 0 ENTRIESREAD 1
+        XGROUP CREATE t c 0 ENTRIESREAD 0
+        XINFO GROUPS t
+        XREADGROUP GROUP a x COUNT 1 STREAMS t >
+        XREADGROUP GROUP b x COUNT 1 STREAMS t >
+        XREADGROUP GROUP c x COUNT 1 STREAMS t >
+        XINFO GROUPS t
+        XTRIM t MAXLEN 1
+        XGROUP CREATE t d 0 ENTRIESREAD 0
+        XREADGROUP GROUP d x STREAMS t >
+        XINFO GROUPS t
+        XADD u 1-0 f v
+        XGROUP CREATE u a 0 ENTRIESREAD 5
+        XREADGROUP GROUP a x STREAMS u >
+        XINFO GROUPS u
+        XADD v 1-0 f v
+        XADD v 2-0 f v
+        XGROUP CREATE v a 0 ENTRIESREAD 7
+        XREADGROUP GROUP a x STREAMS v >
+        XINFO GROUPS v
+    """)
