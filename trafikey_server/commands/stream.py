@@ -31,7 +31,7 @@ from ..protocol.args import word
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block
 from ..util.errors import CommandError, syntax, wrong_args, wrongtype
-from ..util.parsing import LLONG_MAX, to_int
+from ..util.parsing import LLONG_MAX, int64, to_int
 from ..values.stream import (
     INVALID_ENTRIES_READ,
     MAX_ID,
@@ -211,49 +211,16 @@ def last_valid_id(s: Stream) -> int:
     return s.edge_id(False)
 
 
-def has_tombstones(s: Stream, start: int) -> bool:
-    """streamRangeHasTombstones(start, +) as Valkey 9.1 answers it: a
-    deleted entry at or after start, whether or not it is older than the
-    first live entry."""
-    md = s.max_deleted_id
-    return bool(len(s)) and bool(md) and start <= md
-
-
-def estimate_entries_read(s: Stream, sid: int) -> int:
-    """streamEstimateDistanceFromFirstEverEntry as Valkey 9.1 answers it:
-    the entries-read counter of sid, or INVALID_ENTRIES_READ. Below the
-    first live entry the counter is known only from the greatest deleted
-    ID on (or for 0-0): between the two, how many entries were read is
-    lost."""
-    added = s.entries_added
-    if not added:
-        return 0
-    n = len(s)
-    last = s.last_id
-    if sid == last or (not n and sid <= last):
-        return added
-    if sid > last:
-        return INVALID_ENTRIES_READ
-    first = s.first_id
-    md = s.max_deleted_id
-    if not md or md < first:
-        if sid < first:
-            return added - n if not sid or sid >= md else INVALID_ENTRIES_READ
-        if sid == first:
-            return added - n + 1
-    return INVALID_ENTRIES_READ
-
-
 def lag_reply(c: Client, s: Stream, g: Group) -> bytes:
     """streamReplyWithCGLag: entries not yet delivered to the group, or null
     when that cannot be told."""
     if not s.entries_added:
         return ZERO
-    if g.entries_read != INVALID_ENTRIES_READ and not has_tombstones(s, g.last_id):
-        return integer(s.entries_added - g.entries_read)
-    read = estimate_entries_read(s, g.last_id)
+    if g.entries_read != INVALID_ENTRIES_READ and not s.range_has_tombstones(g.last_id):
+        return integer(int64(s.entries_added - g.entries_read))
+    read = s.estimate_entries_read(g.last_id)
     if read != INVALID_ENTRIES_READ:
-        return integer(s.entries_added - read)
+        return integer(int64(s.entries_added - read))
     return c.r.null
 
 
@@ -791,10 +758,10 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
     for sid, fields in s.range(start, MAX_ID):
         if sid > g.last_id:
             if (g.entries_read != INVALID_ENTRIES_READ and g.last_id >= s.first_id
-                    and not has_tombstones(s, g.last_id)):
-                g.entries_read += 1
+                    and not s.range_has_tombstones(g.last_id)):
+                g.entries_read = int64(g.entries_read + 1)
             else:
-                g.entries_read = estimate_entries_read(s, sid)
+                g.entries_read = s.estimate_entries_read(sid)
             g.last_id = sid
             moved = True
         out.append(entry_reply(sid, fields))
@@ -836,7 +803,7 @@ def _history_reply(c: Client, s: Stream, start: int, count: int, consumer: Consu
             out.append(entry_reply(sid, fields))
             nack = consumer.pel[sid]
             nack.delivery_time = now
-            nack.delivery_count += 1
+            nack.delivery_count = int64(nack.delivery_count + 1)
         n += 1
     out[0] = array_header(n)
     return b"".join(out)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..protocol.args import word
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk, integer
 from ..util.errors import CommandError
-from ..util.parsing import to_int
+from ..util.parsing import int64, to_int
 from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, fmt_id
 from .stream import (
     create_consumer,
@@ -354,7 +354,7 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
         if retrycount >= 0:
             nack.delivery_count = retrycount
         elif not justid:
-            nack.delivery_count += 1
+            nack.delivery_count = int64(nack.delivery_count + 1)
         if nack.consumer is not consumer:
             consumer.pel[sid] = nack
             nack.consumer = consumer
@@ -434,7 +434,7 @@ def xautoclaim(c: Client, argv: list[bytes]) -> bytes:
             nack.consumer.pel.pop(sid, None)
         nack.delivery_time = now
         if not justid:
-            nack.delivery_count += 1
+            nack.delivery_count = int64(nack.delivery_count + 1)
         if nack.consumer is not consumer:
             consumer.pel[sid] = nack
             nack.consumer = consumer

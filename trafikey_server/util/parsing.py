@@ -14,6 +14,13 @@ LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
 
 
+def int64(v: int) -> int:
+    """v as a C 64-bit integer holds it: wrapped into the signed range, as
+    a counter Valkey increments past its end (or an unsigned one it
+    replies as a long long) reads."""
+    return (v + 2**63) % 2**64 - 2**63
+
+
 def to_int(b: bytes) -> int | None:
     """Valkey's string2ll: the integer, or None if Valkey would refuse it."""
     n = len(b)

@@ -73,13 +73,6 @@ def enc_str(s: bytes) -> bytes:
     return b"\xf0" + n.to_bytes(4, "little") + s + backlen(n + 5)
 
 
-def signed64(v: int) -> int:
-    """A difference of two unsigned 64-bit numbers as the int64_t Valkey
-    stores it."""
-    v &= _U64 - 1
-    return v - _U64 if v >> 63 else v
-
-
 def read(lp: bytes | bytearray, p: int) -> tuple[bytes, int]:
     """The element at p as Valkey prints it, and the offset of the next."""
     b = lp[p]

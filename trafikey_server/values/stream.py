@@ -34,8 +34,9 @@ from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 
+from ..util.parsing import int64
 from . import listpack as lp
-from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, signed64, skip
+from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, skip
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -521,18 +522,18 @@ class Stream:
         node.push_id(sid)
         if same:
             if len(fields) == 2:
-                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(signed64(dms)),
-                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(signed64(dseq)),
+                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(int64(dms)),
+                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(int64(dseq)),
                         enc_str(fields[1]), b"\x04\x01"]
                 count = 4
             else:
                 count = len(fields) // 2 + 3
-                part = [b"\x02\x01", enc_int(signed64(dms)), enc_int(signed64(dseq))]
+                part = [b"\x02\x01", enc_int(int64(dms)), enc_int(int64(dseq))]
                 part += [enc_str(v) for v in fields[1::2]]
                 part.append(enc_int(count))
         else:
             count = len(fields) + 4
-            part = [b"\x00\x01", enc_int(signed64(dms)), enc_int(signed64(dseq)), enc_int(len(fields) // 2)]
+            part = [b"\x00\x01", enc_int(int64(dms)), enc_int(int64(dseq)), enc_int(len(fields) // 2)]
             part += [enc_str(v) for v in fields]
             part.append(enc_int(count))
         body += b"".join(part)
@@ -541,7 +542,7 @@ class Stream:
         if self._len == 1:
             self._first = sid
         self.last_id = sid
-        self.entries_added += 1
+        self.entries_added = int64(self.entries_added + 1)
 
     def _locate(self, sid: int) -> tuple[int, int] | None:
         """(node position, entry position) of the live entry sid, or None."""
@@ -759,9 +760,9 @@ class Stream:
         first = self._first
         if not md or md < first:
             if sid < first:
-                return added - self._len
+                return int64(added - self._len)
             if sid == first:
-                return added - self._len + 1
+                return int64(added - self._len + 1)
         return INVALID_ENTRIES_READ
 
     def range_has_tombstones(self, start: int = 0, end: int = MAX_ID) -> bool:

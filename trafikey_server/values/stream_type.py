@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import RdbError, encode_len, encode_string
+from ..util.parsing import int64
 from .record import ValueType, alloc_size
 from .stream import (
     MAX_ID,
@@ -97,7 +98,7 @@ def _rdb_save(v: Stream) -> tuple[int, bytes]:
     parts.append(_id_lens(v.last_id))
     parts.append(_id_lens(v.first_id))
     parts.append(_id_lens(v.max_deleted_id))
-    parts.append(encode_len(v.entries_added))
+    parts.append(encode_len(v.entries_added & _U64))
     parts.append(encode_len(len(v.groups)))
     for name in sorted(v.groups):
         g = v.groups[name]
@@ -107,7 +108,7 @@ def _rdb_save(v: Stream) -> tuple[int, bytes]:
         parts.append(encode_len(len(g.pel)))
         for sid in g.pel.ids():
             nack = g.pel[sid]
-            parts.append(_raw_id(sid) + _MS.pack(nack.delivery_time) + encode_len(nack.delivery_count))
+            parts.append(_raw_id(sid) + _MS.pack(nack.delivery_time) + encode_len(nack.delivery_count & _U64))
         parts.append(encode_len(len(g.consumers)))
         for cname in g.consumer_names():
             c = g.consumers[cname]
@@ -139,7 +140,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stre
     if t >= T_STREAM_LISTPACKS_2:
         s.first_id = _read_id(r)
         s.max_deleted_id = _read_id(r)
-        s.entries_added = r.plain_len()
+        s.entries_added = int64(r.plain_len())
     else:
         s.entries_added = len(s)
         s.first_id = s.edge_id()  # MAX_ID when there is no entry, as Valkey
@@ -148,7 +149,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stre
         last = _read_id(r)
         if t >= T_STREAM_LISTPACKS_2:
             read = r.plain_len()
-            entries_read = read - (1 << 64) if read >> 63 else read
+            entries_read = int64(read)
         else:
             entries_read = s.estimate_entries_read(last)
         if name in s.groups:
@@ -158,7 +159,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stre
         for _ in range(r.plain_len()):
             sid = int.from_bytes(r.take(16), "big")
             when = _MS.unpack(r.take(8))[0]
-            count = r.plain_len()
+            count = int64(r.plain_len())
             if sid in g.pel:
                 raise RdbError(f"key {key!r}: duplicated global PEL entry loading stream consumer group")
             g.pel[sid] = Nack(when, count, None)  # type: ignore[arg-type]
