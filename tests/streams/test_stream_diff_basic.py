@@ -588,7 +588,7 @@ def test_wrong_type_both_ways(pair23) -> None:  # type: ignore[no-untyped-def]
     for cmd in [("GET", "s"), ("HGET", "s", "f"), ("LPUSH", "s", "x"), ("SADD", "s", "x"), ("ZADD", "s", "1", "x"),
                 ("INCR", "s"), ("APPEND", "s", "x"), ("LRANGE", "s", "0", "-1"), ("SMEMBERS", "s"),
                 ("ZRANGE", "s", "0", "-1"), ("HGETALL", "s"), ("STRLEN", "s"),
-                ("SETRANGE", "s", "0", "x"), ("GETDEL", "s")]:
+                ("SETRANGE", "s", "0", "x"), ("GETDEL", "s"), ("SORT", "s"), ("SORT_RO", "s")]:
         refused(pair23, *cmd)
 
 
