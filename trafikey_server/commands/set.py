@@ -188,8 +188,7 @@ def spop(c: Client, argv: list[bytes]) -> bytes:
     s = _get(c, key)
     if s is None:
         return c.r.null
-    m = random.choice(s.members()) if s.enc != LISTPACK else random.choice(list(s))
-    del s[m]
+    m = s.pick(True)
     ev = db.events
     if ev:
         ev.emit(db, b"spop", key)
@@ -238,6 +237,7 @@ def _spop_count(c: Client, argv: list[bytes]) -> bytes:
         s.clear()
         s.update(kept)
         s.enc = kept.enc
+        s.pool = None
     db.touch(key)
     return _bulks_set(c, popped)
 
@@ -249,7 +249,7 @@ def srandmember(c: Client, argv: list[bytes]) -> bytes:
         s = _get(c, argv[1], True)
         if s is None:
             return c.r.null
-        m = random.choice(s.members())
+        m = s.pick(False)
         return b"$%d\r\n%s\r\n" % (len(m), m)
     n = to_int(argv[2])
     if n is None:
