@@ -138,8 +138,8 @@ def list_set_crash_rounds(policy: str, rounds: int) -> None:
     rng = random.Random(11)
     writers: list[ListSetWriter] = []
     srv = aof_server(d, "--appendfsync", policy)
-    for rnd in range(rounds):
-        try:
+    try:
+        for rnd in range(rounds):
             fresh = [ListSetWriter(srv.port, f"r{rnd}c{i}", seed=rnd * 100 + i) for i in range(CONNS // 2)]
             for w in fresh:
                 w.start()
@@ -149,18 +149,18 @@ def list_set_crash_rounds(policy: str, rounds: int) -> None:
             for w in fresh:
                 w.join(10)
             writers += fresh
-        finally:
             srv.stop()
-        srv = aof_server(d, "--appendfsync", policy)
-        r = redis.Redis(port=srv.port)
-        for w in writers:
-            seen = w.observe(r)
-            m = w.explained_by(seen)
-            assert m is not None, (w.keys, w.acked, len(w.sent), seen)
-            assert w.pinned in (None, m), (w.keys, w.pinned, m)
-            w.pinned = m
-        r.close()
-    srv.stop()
+            srv = aof_server(d, "--appendfsync", policy)
+            r = redis.Redis(port=srv.port)
+            for w in writers:
+                seen = w.observe(r)
+                m = w.explained_by(seen)
+                assert m is not None, (w.keys, w.acked, len(w.sent), seen)
+                assert w.pinned in (None, m), (w.keys, w.pinned, m)
+                w.pinned = m
+            r.close()
+    finally:
+        srv.stop()
     acked = sum(w.acked for w in writers)
     kinds = {c[0] for w in writers for c in w.sent[: w.acked]}
     assert acked > 1000 and kinds >= {"LPUSH", "LMOVE", "BLMOVE", "SADD", "SMOVE", "SPOP"}, (acked, kinds)
