@@ -39,6 +39,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--write-results", action="store_true", help="also write bench/RESULTS.md and bench/ratios.png")
     ap.add_argument("--requests", type=int, default=None, help="redis-benchmark requests per run at P1 (100,000)")
     ap.add_argument("--p16-requests", type=int, default=None, help="... at P16 (500,000)")
+    ap.add_argument("--commands", default=None,
+                    help="comma-separated subset of the commands section's rows (all of them)")
     ap.add_argument("--clients", type=int, default=None, help="redis-benchmark clients (50)")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per lifecycle run (40,000)")
     ap.add_argument("--fake-jobs", type=int, default=None, help="jobs per fakeredis lifecycle run (400)")
@@ -69,6 +71,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if bad:
         ap.error(f"unknown sections: {', '.join(sorted(bad))}")
     a.sizes = [int(x) for x in a.growth_sizes.split(",")]
+    names = {t.name for t in commands.TESTS}
+    a.only = None if a.commands is None else {c.strip().upper() for c in a.commands.split(",") if c.strip()}
+    if a.only is not None and a.only - names:
+        ap.error(f"unknown commands: {', '.join(sorted(a.only - names))} (known: {', '.join(sorted(names))})")
     return a
 
 
@@ -79,7 +85,7 @@ def section_commands(a: argparse.Namespace, res: Results, log: Callable[[str], N
         started.append(servers.start_valkey(VALKEY))
         started.append(servers.start_trafikey(TRAFIKEY))
         commands.run_commands(started, rounds=a.rounds, requests=a.requests, p16_requests=a.p16_requests,
-                              clients=a.clients, record=res.record, log=log)
+                              clients=a.clients, record=res.record, log=log, only=a.only)
     finally:
         for s in started:
             s.stop()

@@ -1,12 +1,14 @@
-"""Blocked-client wake-up: how long a client waiting in BZPOPMIN takes to hear of a push.
+"""Blocked-client wake-up: how long a client waiting in BZPOPMIN or BLPOP takes to hear of a push.
 
-Two shapes, each on every server in turn within a round:
+Three shapes, each on every server in turn within a round:
 
 - **one waiter**: one client blocks in ``BZPOPMIN bench:bq 0``; once the
   server reports it blocked, a second client sends ``ZADD bench:bq 1 m``
   and the time is taken from that send to the waiter's reply;
 - **fan-out**: ``WAITERS`` clients block on the same key; one ZADD of that
-  many members serves them all, and the time runs to the last reply.
+  many members serves them all, and the time runs to the last reply;
+- **BLPOP one waiter**: as the first, with ``BLPOP bench:bl 0`` woken by
+  ``LPUSH bench:bl e``.
 
 Waiting for ``blocked_clients`` (INFO) happens outside the timed span, so
 the span is the push, the serving and the reply. The server's own CPU
@@ -27,6 +29,7 @@ from .cpu import proc_cpu_seconds
 from .servers import Server
 
 KEY = "bench:bq"
+LIST_KEY = "bench:bl"
 WAITERS = 20
 
 
@@ -46,15 +49,25 @@ def _zadd(members: int) -> bytes:
     parts = [b"ZADD", KEY.encode()]
     for i in range(members):
         parts += [b"1", b"m%d" % i]
+    return _encode(parts)
+
+
+def _encode(parts: list[bytes]) -> bytes:
     return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
 
 
-def _run(server: Server, waiters: int, wakeups: int) -> dict[str, float]:
+def _run(server: Server, waiters: int, wakeups: int, blpop: bool = False) -> dict[str, float]:
+    """``blpop``: one waiter in BLPOP woken by an LPUSH of one element
+    (``waiters`` must be 1); otherwise BZPOPMIN woken by a ZADD."""
     ctl = Connection("127.0.0.1", server.port)
     pusher = Connection("127.0.0.1", server.port)
     clients = [Connection("127.0.0.1", server.port) for _ in range(waiters)]
-    block, push = _bzpopmin(), _zadd(waiters)
-    ctl.execute("DEL", KEY)
+    key = LIST_KEY if blpop else KEY
+    if blpop:
+        block, push = _encode([b"BLPOP", key.encode(), b"0"]), _encode([b"LPUSH", key.encode(), b"e"])
+    else:
+        block, push = _bzpopmin(), _zadd(waiters)
+    ctl.execute("DEL", key)
     spans: list[float] = []
     cpu0 = proc_cpu_seconds(server.pid)
     try:
@@ -66,11 +79,11 @@ def _run(server: Server, waiters: int, wakeups: int) -> dict[str, float]:
             pusher.send(push)
             for c in clients:
                 reply = c.read()
-                if not isinstance(reply, list) or reply[0] != KEY.encode():
+                if not isinstance(reply, list) or reply[0] != key.encode():
                     raise RuntimeError(f"unexpected wake-up reply {reply!r}")
             spans.append(time.perf_counter() - t0)
-            if pusher.read() != waiters:
-                raise RuntimeError("ZADD did not add every member")
+            if pusher.read() != (1 if blpop else waiters):
+                raise RuntimeError("the push did not add every element")
     finally:
         cpu = proc_cpu_seconds(server.pid) - cpu0
         for c in (ctl, pusher, *clients):
@@ -87,9 +100,11 @@ def run_blocking(servers: list[Server], *, rounds: int, wakeups: int,
                  record: Callable[[str, tuple[str, ...], dict[str, float]], None],
                  log: Callable[[str], None]) -> None:
     for r in range(rounds):
-        for shape, waiters, n in (("one waiter", 1, wakeups), (f"fan-out {WAITERS}", WAITERS, max(wakeups // 10, 5))):
+        for shape, waiters, n, blpop in (("one waiter", 1, wakeups, False),
+                                         (f"fan-out {WAITERS}", WAITERS, max(wakeups // 10, 5), False),
+                                         ("BLPOP one waiter", 1, wakeups, True)):
             for s in servers:
-                out = _run(s, waiters, n)
+                out = _run(s, waiters, n, blpop)
                 record("blocking", (shape, s.label), out)
                 log(f"  round {r + 1} {shape:12} {s.label:10} p50 {out['p50_us']:8.1f} µs"
                     f"  p99 {out['p99_us']:8.1f} µs  {out['cpu_us']:7.1f} µs CPU/wake-up")

@@ -16,6 +16,17 @@ server that happens to run second:
 - ZPOPMIN starts from a ``myzset`` pre-filled with more members than the run
   pops, so it never pops an empty set.
 - ZRANGE is ``ZRANGE bench:z 0 9 WITHSCORES`` over a set of 100 members.
+- LPUSH and RPUSH start from an empty ``mylist``; LPOP and RPOP from a
+  ``mylist`` of requests + 1,000 elements, so they never pop an empty list.
+- LRANGE is redis-benchmark's ``lrange_100`` request, ``LRANGE mylist 0 99``,
+  over a ``mylist`` filled first with as many ``xxx`` elements as the run
+  has requests, as redis-benchmark's own LPUSH run before it would. It is
+  sent in the arbitrary-command form so that fill (done here, pipelined)
+  stays out of the measured window.
+- SADD starts from an empty ``myset`` (it adds ``element:__rand_int__``
+  under ``-r``); SPOP from a ``myset`` of requests + 1,000 members.
+- SMEMBERS is ``SMEMBERS bench:s`` over a set of 100 members (listpack on
+  both servers).
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from .servers import LOAD_CORE, Server, pinned, spawn
 
 KEYSPACE = 100_000  # -r for the tests that take random keys
 ZRANGE_MEMBERS = 100
+SMEMBERS_MEMBERS = 100
 
 
 def _fill_zset(server: Server, key: str, n: int) -> None:
@@ -48,6 +60,21 @@ def _fill_zset(server: Server, key: str, n: int) -> None:
         for i in range(lo, min(n, lo + step)):
             parts += [i, f"m{i}"]
         conn.send(_encode(parts))
+        pending += 1
+        if pending == 2:
+            _drain(conn, pending)
+            pending = 0
+    _drain(conn, pending)
+
+
+def _fill(server: Server, verb: str, key: str, items: list[str]) -> None:
+    """DEL key, then ``verb key item...`` 1000 items a command, two in
+    flight, as ``_fill_zset`` does."""
+    conn = server.conn
+    server.execute("DEL", key)
+    pending = 0
+    for lo in range(0, len(items), 1000):
+        conn.send(_encode([verb, key, *items[lo:lo + 1000]]))
         pending += 1
         if pending == 2:
             _drain(conn, pending)
@@ -89,6 +116,31 @@ def _prep_zrange(server: Server, requests: int) -> None:
         _fill_zset(server, "bench:z", ZRANGE_MEMBERS)
 
 
+def _prep_del_list(server: Server, requests: int) -> None:
+    server.execute("DEL", "mylist")
+
+
+def _prep_pop_list(server: Server, requests: int) -> None:
+    _fill(server, "RPUSH", "mylist", [f"e{i}" for i in range(requests + 1000)])
+
+
+def _prep_lrange(server: Server, requests: int) -> None:
+    _fill(server, "LPUSH", "mylist", ["xxx"] * requests)
+
+
+def _prep_del_set(server: Server, requests: int) -> None:
+    server.execute("DEL", "myset")
+
+
+def _prep_spop(server: Server, requests: int) -> None:
+    _fill(server, "SADD", "myset", [f"element:{i}" for i in range(requests + 1000)])
+
+
+def _prep_smembers(server: Server, requests: int) -> None:
+    if server.execute("SCARD", "bench:s") != SMEMBERS_MEMBERS:
+        _fill(server, "SADD", "bench:s", [f"m{i}" for i in range(SMEMBERS_MEMBERS)])
+
+
 @dataclass(frozen=True)
 class Test:
     name: str
@@ -105,6 +157,14 @@ TESTS: list[Test] = [
     Test("ZADD", ["-r", str(KEYSPACE), "-t", "zadd"], _prep_zadd),
     Test("ZPOPMIN", ["-t", "zpopmin"], _prep_zpopmin),
     Test("ZRANGE", ["ZRANGE", "bench:z", "0", "9", "WITHSCORES"], _prep_zrange),
+    Test("LPUSH", ["-t", "lpush"], _prep_del_list),
+    Test("RPUSH", ["-t", "rpush"], _prep_del_list),
+    Test("LPOP", ["-t", "lpop"], _prep_pop_list),
+    Test("RPOP", ["-t", "rpop"], _prep_pop_list),
+    Test("LRANGE_100", ["LRANGE", "mylist", "0", "99"], _prep_lrange),
+    Test("SADD", ["-r", str(KEYSPACE), "-t", "sadd"], _prep_del_set),
+    Test("SPOP", ["-t", "spop"], _prep_spop),
+    Test("SMEMBERS", ["SMEMBERS", "bench:s"], _prep_smembers),
 ]
 
 
@@ -153,15 +213,18 @@ def redis_benchmark(server: Server, args: list[str], *, clients: int, requests: 
 
 def run_commands(servers: list[Server], *, rounds: int, requests: int, p16_requests: int, clients: int,
                  record: Callable[[str, tuple[str, ...], dict[str, float]], None],
-                 log: Callable[[str], None]) -> None:
-    """Every test at pipeline 1 and 16, the servers alternating A B A B, ``rounds`` times."""
+                 log: Callable[[str], None], only: set[str] | None = None) -> None:
+    """Every test (or those named in ``only``) at pipeline 1 and 16, the
+    servers alternating A B A B, ``rounds`` times."""
     for r in range(rounds):
         for test in TESTS:
+            if only is not None and test.name not in only:
+                continue
             for pipeline in (1, 16):
                 n = requests if pipeline == 1 else p16_requests
                 for server in servers:
                     test.prepare(server, n)
                     res = redis_benchmark(server, test.args, clients=clients, requests=n, pipeline=pipeline)
                     record("commands", (test.name, f"P{pipeline}", server.label), res)
-                    log(f"  round {r + 1} {test.name:8} P{pipeline:<2} {server.label:9} "
+                    log(f"  round {r + 1} {test.name:10} P{pipeline:<2} {server.label:9} "
                         f"{res['rps']:>12,.0f} rps {res['cpu_us']:7.2f} µs/req  gen core {res['gen_busy_pct']:.0f}%")

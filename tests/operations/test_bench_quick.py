@@ -36,13 +36,16 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
     for heading in ("## Commands", "## Job lifecycle", "### Shape 1", "### Shape 2", "## Growth",
                     "## Memory", "## Blocking", "## Pub/sub", "## Targets"):
         assert heading in text, heading
-    for row in ("| PING | 1 |", "| ZRANGE | 16 |", "(a) native verbs", "(b) twin scripts, trafikey-server",
+    for row in ("| PING | 1 |", "| ZRANGE | 16 |", "| LRANGE_100 | 1 |", "| SMEMBERS | 16 |",
+                "(a) native verbs", "(b) twin scripts, trafikey-server",
                 "(c) twin scripts, valkey-server", "| 1,000 | (a) native", "| 10,000 | (c) twin",
-                "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |", "| 100 |"):
+                "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |",
+                "| BLPOP one waiter |", "| 100 |"):
         assert row in text, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
-    assert text.count("**MET**") + text.count("**MISSED**") == 23
+    # (16 command rows at P1 and P16, 4 lifecycle, 1 growth, 2 memory: jobs and stream entries)
+    assert text.count("**MET**") + text.count("**MISSED**") == 39
 
     data = json.loads((out / "results.json").read_text())
     assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub"}

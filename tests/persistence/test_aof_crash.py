@@ -9,6 +9,11 @@ where a killed *process* must lose nothing either (records are written
 before replies; only the fsync is deferred), and the number of acknowledged
 writes lost is printed.
 
+The same for lists and sets: pipelining connections LPUSH, RPUSH, LPOP,
+LMOVE, BLMOVE, SADD, SREM, SMOVE and SPOP on keys of their own; after each
+restart every connection's keys must hold what its acknowledged commands
+(and possibly some of the batch in flight, in order) made of them.
+
 Then the lease epoch across a real restart (job-core point 4): a lease
 stamped by the previous process is requeued by STALLED.CHECK without
 counting a stall; a lease of the current process is counted.
@@ -25,6 +30,7 @@ import time
 import pytest
 import redis
 from helpers.aof_util import aof_server
+from helpers.crash_model import ListSetWriter
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -121,6 +127,48 @@ def test_kill9_everysec_measured() -> None:
     """A killed process (not a lost machine) loses nothing under everysec
     either: records reach the kernel before replies are sent."""
     assert crash_rounds("everysec", 2) == 0
+
+
+def list_set_crash_rounds(policy: str, rounds: int) -> None:
+    """kill -9 under pipelined list and set writes, several rounds; after
+    each restart every writer's keys (this round's and all earlier ones')
+    must be its model after a count of its commands no smaller than the
+    acknowledged count, and the same count at every later restart."""
+    d = tempfile.mkdtemp(prefix=f"aof-crash-ls-{policy}-")
+    rng = random.Random(11)
+    writers: list[ListSetWriter] = []
+    srv = aof_server(d, "--appendfsync", policy)
+    try:
+        for rnd in range(rounds):
+            fresh = [ListSetWriter(srv.port, f"r{rnd}c{i}", seed=rnd * 100 + i) for i in range(CONNS // 2)]
+            for w in fresh:
+                w.start()
+            time.sleep(rng.uniform(0.4, 1.0))
+            srv.proc.send_signal(signal.SIGKILL)
+            srv.proc.wait()
+            for w in fresh:
+                w.join(10)
+            writers += fresh
+            srv.stop()
+            srv = aof_server(d, "--appendfsync", policy)
+            r = redis.Redis(port=srv.port)
+            for w in writers:
+                seen = w.observe(r)
+                m = w.explained_by(seen)
+                assert m is not None, (w.keys, w.acked, len(w.sent), seen)
+                assert w.pinned in (None, m), (w.keys, w.pinned, m)
+                w.pinned = m
+            r.close()
+    finally:
+        srv.stop()
+    acked = sum(w.acked for w in writers)
+    kinds = {c[0] for w in writers for c in w.sent[: w.acked]}
+    assert acked > 1000 and kinds >= {"LPUSH", "LMOVE", "BLMOVE", "SADD", "SMOVE", "SPOP"}, (acked, kinds)
+    print(f"\n{policy}: {rounds} kill -9 rounds, {acked} acknowledged list and set writes, none lost")
+
+
+def test_kill9_always_keeps_lists_and_sets() -> None:
+    list_set_crash_rounds("always", 3)
 
 
 # -- the lease epoch across a real restart ----------------------------------------------

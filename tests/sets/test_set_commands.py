@@ -429,6 +429,45 @@ def test_spop_srandmember_properties(pair23) -> None:
         assert pair23.check("EXISTS", "s") == b":0\r\n"
 
 
+@pytest.mark.parametrize("members", [[str(i) for i in range(40)], ["m%d" % i for i in range(300)]])
+def test_single_spop_and_srandmember_amid_writes(pair, members: list[str]) -> None:
+    """One-member SPOP and SRANDMEMBER interleaved with SADD, SREM and SMOVE:
+    each answer is a member of the set as it stands (never one removed
+    meanwhile, and members added meanwhile can come out), and popping to
+    the end yields exactly what is left, each member once: on both servers."""
+    for w in (pair.v, pair.t):
+        w.call("SADD", "s", *members)
+    for side, w in (("v", pair.v), ("t", pair.t)):
+        have = {m.encode() for m in members}
+        for step in range(len(members) // 2):
+            if step % 3 == 0:
+                m = w.call("SRANDMEMBER", "s")
+                assert bulk_items(b"*1\r\n" + m)[0] in have
+            m = bulk_items(b"*1\r\n" + w.call("SPOP", "s"))[0]
+            assert m in have, (side, step, m)
+            have.discard(m)
+            if step % 4 == 0:
+                gone = sorted(have)[step % len(have)]
+                assert w.call("SREM", "s", gone) == b":1\r\n"
+                have.discard(gone)
+            if step % 5 == 0:
+                new = b"n%d" % step
+                assert w.call("SADD", "s", new) == b":1\r\n"
+                have.add(new)
+            if step % 7 == 0:
+                moved = sorted(have)[0]
+                assert w.call("SMOVE", "s", "d", moved) == b":1\r\n"
+                have.discard(moved)
+        popped = []
+        while True:
+            r = w.call("SPOP", "s")
+            if r in (b"$-1\r\n", b"_\r\n"):
+                break
+            popped.append(bulk_items(b"*1\r\n" + r)[0])
+        assert len(popped) == len(set(popped)) and set(popped) == have, side
+    assert pair.check("EXISTS", "s") == b":0\r\n"
+
+
 def test_hashtable_replies_as_sets(pair23) -> None:
     """A hashtable's order is Valkey's hash table's: compared as sets."""
     members = ["m%d" % i for i in range(200)]

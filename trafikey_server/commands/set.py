@@ -14,7 +14,7 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, integer
+from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk_run, bulks, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.parsing import to_int
 from ..values.set_type import (
@@ -50,17 +50,11 @@ def _get(c: Client, key: bytes, read: bool = False) -> SetValue | None:
 
 
 def _bulks_set(c: Client, members: list[bytes]) -> bytes:
-    out = [c.r.set_header(len(members))]
-    for m in members:
-        out.append(b"$%d\r\n%s\r\n" % (len(m), m))
-    return b"".join(out)
+    return c.r.set_header(len(members)) + bulk_run(members)
 
 
 def _bulks_array(members: list[bytes]) -> bytes:
-    out = [array_header(len(members))]
-    for m in members:
-        out.append(b"$%d\r\n%s\r\n" % (len(m), m))
-    return b"".join(out)
+    return bulks(members)
 
 
 def _remove(s: SetValue, m: bytes) -> bool:
@@ -188,8 +182,7 @@ def spop(c: Client, argv: list[bytes]) -> bytes:
     s = _get(c, key)
     if s is None:
         return c.r.null
-    m = random.choice(s.members()) if s.enc != LISTPACK else random.choice(list(s))
-    del s[m]
+    m = s.pick(True)
     ev = db.events
     if ev:
         ev.emit(db, b"spop", key)
@@ -238,6 +231,7 @@ def _spop_count(c: Client, argv: list[bytes]) -> bytes:
         s.clear()
         s.update(kept)
         s.enc = kept.enc
+        s.pool = None
     db.touch(key)
     return _bulks_set(c, popped)
 
@@ -249,7 +243,7 @@ def srandmember(c: Client, argv: list[bytes]) -> bytes:
         s = _get(c, argv[1], True)
         if s is None:
             return c.r.null
-        m = random.choice(s.members())
+        m = s.pick(False)
         return b"$%d\r\n%s\r\n" % (len(m), m)
     n = to_int(argv[2])
     if n is None:

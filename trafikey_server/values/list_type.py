@@ -169,16 +169,21 @@ def _large(fill: int, n: int) -> bool:
 
 def _node_push(nodes: deque[list[int]], fill: int, e: bytes, head: bool) -> None:
     """quicklistPushHead/Tail: into the end node when it has room
-    (_quicklistNodeAllowInsert), else into a new node."""
+    (_quicklistNodeAllowInsert), else into a new node. The limits are
+    read once here rather than through ``_large`` and ``exceeds``: this
+    runs for every element pushed onto a quicklist."""
     n = len(e)
-    if _large(fill, n):
+    sz, cnt = node_limit(fill)
+    if n > (_SAFETY if sz == _NO_SIZE else sz):  # isLargeElement
         node = [1, n, 1]
     else:
         end = (nodes[0] if head else nodes[-1]) if nodes else None
-        if end is not None and not end[2] and not exceeds(fill, end[1] + n + _OVERHEAD, end[0] + 1):
-            end[0] += 1
-            end[1] += entry_size(e)
-            return
+        if end is not None and not end[2]:
+            size = end[1] + n + _OVERHEAD
+            if (size <= sz) if sz != _NO_SIZE else (size <= _SAFETY and end[0] < cnt):
+                end[0] += 1
+                end[1] += entry_size(e)
+                return
         node = [1, 7 + entry_size(e), 0]
     if head:
         nodes.appendleft(node)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import pairwise
+from random import randrange
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import (
@@ -40,13 +41,38 @@ _NAMES = (b"intset", b"listpack", b"hashtable")
 
 class SetValue(dict):  # type: ignore[type-arg]
     """A set: member -> None, in the order a listpack keeps; ``enc`` is
-    Valkey's encoding (INTSET, LISTPACK, HASHTABLE)."""
+    Valkey's encoding (INTSET, LISTPACK, HASHTABLE).
 
-    __slots__ = ("enc",)
+    ``pool`` serves random draws (SPOP, SRANDMEMBER) without copying the
+    members each time, as a dict cannot be indexed: a list holding every
+    member and perhaps some removed since (drawn, those are dropped and the
+    draw repeated, which keeps it uniform). ``add`` drops the pool, since a
+    new member would be missing from it; it is rebuilt when half stale."""
+
+    __slots__ = ("enc", "pool")
 
     def __init__(self, enc: int = INTSET) -> None:
         super().__init__()
         self.enc = enc
+        self.pool: list[bytes] | None = None
+
+    def pick(self, remove: bool) -> bytes:
+        """A member drawn uniformly (the set must not be empty), removed
+        from the set when ``remove``."""
+        pool = self.pool
+        if pool is None or len(pool) > 2 * len(self) + 16:
+            pool = self.pool = list(self)
+        while True:
+            i = randrange(len(pool))
+            m = pool[i]
+            live = m in self
+            if remove or not live:
+                pool[i] = pool[-1]
+                pool.pop()
+            if live:
+                if remove:
+                    del self[m]
+                return m
 
     def members(self) -> list[bytes]:
         """The members in the order Valkey's iterator gives them (numeric
@@ -89,6 +115,7 @@ def add(s: SetValue, m: bytes, limits: tuple[int, int, int]) -> bool:
     """setTypeAdd: True if m was not a member."""
     if m in s:
         return False
+    s.pool = None
     enc = s.enc
     if enc == HASHTABLE:
         s[m] = None
