@@ -342,15 +342,11 @@ _OPS = {b"get": (_GET, 2), b"set": (_SET, 3), b"incrby": (_INCRBY, 3)}
 
 def _field_type(arg: bytes) -> tuple[bool, int]:
     """Valkey's getBitfieldTypeFromArgument: (signed, bits); i1..i64,
-    u1..u63. The width is read as a C string (cut at a NUL)."""
+    u1..u63 (the sign letter case-sensitive)."""
     sign = arg[:1]
     if sign != b"i" and sign != b"u":
         raise CommandError(_BAD_TYPE)
-    rest = arg[1:]
-    nul = rest.find(b"\0")
-    if nul >= 0:
-        rest = rest[:nul]
-    bits = to_int(rest)
+    bits = to_int(arg[1:])
     signed = sign == b"i"
     if bits is None or bits < 1 or bits > (64 if signed else 63):
         raise CommandError(_BAD_TYPE)
