@@ -107,3 +107,54 @@ def test_watch_is_broken_by_changes_only(servers: tuple[Proc, Proc]) -> None:
         watcher.close()
     assert results[1] == results[0]
     assert b"*-1\r\n" in results[0] and b"*1\r\n+PONG\r\n" in results[0]
+
+
+def _pushes_until_pong(w: Wire) -> list[bytes]:
+    """The frames a RESP3 client receives before the answer to a PING."""
+    w.send_raw(b"*2\r\n$4\r\nPING\r\n$4\r\nsync\r\n")
+    got = []
+    while (frame := w.read_reply()) != b"$4\r\nsync\r\n":
+        got.append(frame)
+    return got
+
+
+def test_tracking_hears_of_changes_only(servers: tuple[Proc, Proc]) -> None:
+    """A client tracking the key (RESP3) is sent an invalidation after each
+    call that changed it, as on Valkey."""
+    results = []
+    for p in servers:
+        writer, reader = Wire(p.port), Wire(p.port)
+        writer.call("FLUSHALL")
+        writer.call("SET", "w", "\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+        writer.call("SET", "src", "ab")
+        assert reader.call("HELLO", "3").startswith(b"%")
+        assert reader.call("CLIENT", "TRACKING", "on") == b"+OK\r\n"
+        out = []
+        for step in WATCHED:
+            reader.call("GET", "w")
+            out.append(writer.call(*step))
+            out.append(b"".join(_pushes_until_pong(reader)))
+        results.append(out)
+        writer.close()
+        reader.close()
+    assert results[1] == results[0]
+    assert b"" in results[0] and any(r.startswith(b">2\r\n$10\r\ninvalidate") for r in results[0])
+
+
+def test_offsets_obey_proto_max_bulk_len() -> None:
+    """A bit offset must address a byte below proto-max-bulk-len; a field
+    starting below it may end past it, as in Valkey."""
+    steps: list[tuple] = [
+        ("CONFIG", "SET", "proto-max-bulk-len", "1048576"), ("SETBIT", "big", "8388608", "1"),
+        ("SETBIT", "big", "8388607", "1"), ("BITFIELD", "big", "SET", "u63", "8388607", "1"), ("STRLEN", "big"),
+        ("BITFIELD", "big", "GET", "u8", "#1048576"), ("BITFIELD", "big", "GET", "u8", "#1048575"),
+        ("GETBIT", "big", "8388608"), ("BITFIELD", "big", "GET", "i64", "#131072"),
+        ("BITFIELD", "big", "GET", "i64", "#131071"), ("BITCOUNT", "big"), ("BITPOS", "big", "1"),
+        ("CONFIG", "SET", "proto-max-bulk-len", "2097152"), ("GETBIT", "big", "8388608"),
+    ]
+    with own_pair() as (v, t):
+        wv, wt = Wire(v.port), Wire(t.port)
+        for step in steps:
+            assert wt.call(*step) == wv.call(*step), step
+        wv.close()
+        wt.close()
