@@ -229,3 +229,25 @@ def test_random_bitfield_bitcount_bitpos(pair) -> None:  # type: ignore[no-untyp
                 pair.check("GET", k)
     for k in keys:
         pair.check("GET", k)
+
+
+def test_long_bitmaps(pair) -> None:  # type: ignore[no-untyped-def]
+    """Bitmaps of several hundred KiB: searches and counts that cross many
+    64 KiB chunks, and BITOP over strings of different lengths."""
+    steps: list[tuple] = [
+        ("SETBIT", "z", "4000003", "1"), ("SET", "o", b"\xff" * 300_000), ("SETBIT", "o", "1500001", "0"),
+        ("SETRANGE", "r", "0", bytes(range(256)) * 700),
+    ]
+    for key in ("z", "o", "r"):
+        for bit in (0, 1):
+            steps += [("BITPOS", key, bit), ("BITPOS", key, bit, "65536"), ("BITPOS", key, bit, "65537", "-1"),
+                      ("BITPOS", key, bit, "3", "131071"), ("BITPOS", key, bit, "100", "4000001", "BIT"),
+                      ("BITPOS", key, bit, "-300000", "-2")]
+        steps += [("BITCOUNT", key), ("BITCOUNT", key, "70000", "-70000"), ("BITCOUNT", key, "9", "3999999", "BIT")]
+    steps += [("BITOP", "AND", "d", "z", "o", "r"), ("BITCOUNT", "d"), ("BITOP", "OR", "d", "z", "o", "r"),
+              ("BITCOUNT", "d"), ("BITOP", "XOR", "d", "z", "o", "r"), ("BITCOUNT", "d"), ("BITOP", "NOT", "d", "r"),
+              ("BITPOS", "d", "1", "1000"), ("BITFIELD", "d", "INCRBY", "i64", "#10000", "5", "GET", "u63", "800001")]
+    for step in steps:
+        pair.check(*step)
+    for key in ("z", "o", "r", "d"):
+        pair.check("GET", key)

@@ -38,6 +38,10 @@ SEQUENCE: list[tuple] = [
     ("SET", "exp", "abc", "PX", "1"), ("WAIT",), ("SETBIT", "exp", "1", "0"),
     ("SET", "exp2", "abc", "PX", "1"), ("WAIT",), ("BITCOUNT", "exp2"),
     ("SET", "exp3", "abc", "PX", "1"), ("WAIT",), ("BITOP", "AND", "exp3", "nokey"),
+    ("SET", "exp4", "abc", "PX", "1"), ("WAIT",), ("BITOP", "OR", "exp4", "k"),
+    ("SET", "exp5", "abc", "PX", "1"), ("WAIT",), ("BITFIELD", "exp5", "SET", "u8", "0", "0"),
+    ("SET", "exp6", "abc", "PX", "1"), ("WAIT",), ("BITFIELD_RO", "exp6", "GET", "u8", "0"),
+    ("SET", "exp7", "abc", "PX", "1"), ("WAIT",), ("BITOP", "OR", "d", "exp7", "k"),
     # refusals
     ("RPUSH", "l", "a"), ("SETBIT", "l", "1", "1"), ("SETBIT", "k", "-1", "1"), ("GETBIT", "l", "0"),
     ("BITFIELD", "l", "SET", "u8", "0", "1"), ("BITFIELD", "k", "SET", "u64", "0", "1"),

@@ -5,8 +5,9 @@ A bitmap is a string value; an edited one is a ``bytearray`` stored in
 place (Valkey's dbUnshareStringValue makes it raw even when the edit
 changes nothing). Bit ``n`` is bit ``7 - n % 8`` of byte ``n // 8``, so the
 string read as a big-endian integer holds the bits in order. Counting and
-searching run in C over whole slices (``int.bit_count``, a compiled
-pattern's search over the buffer), never byte by byte in Python.
+searching run in C over whole slices (``int.bit_count``; a search compares
+64 KiB chunks with a run of the byte it skips, then strips the chunk that
+differs), never byte by byte in Python.
 
 A write that changes nothing (SETBIT of the bit already there, BITFIELD
 whose writes all failed or stored the old value, BITOP with nothing to
@@ -17,7 +18,6 @@ handlers log themselves (their AOF rule logs nothing).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
@@ -34,9 +34,10 @@ _BAD_OFFSET = b"ERR bit offset is not an integer or out of range"
 _BAD_BIT = b"ERR bit is not an integer or out of range"
 _BAD_TYPE = b"ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
 
-# The first byte that is not all zeros / not all ones.
-_NOT_ZERO = re.compile(rb"[^\x00]")
-_NOT_ONES = re.compile(rb"[^\xff]")
+# What a search for a set / a clear bit skips, a chunk at a time.
+_CHUNK = 1 << 16
+_ZEROS = bytes(_CHUNK)
+_ONES = b"\xff" * _CHUNK
 _INVERT = bytes(255 - i for i in range(256))
 
 
@@ -220,6 +221,18 @@ def bitcount(c: Client, argv: list[bytes]) -> bytes:
     return integer(_popcount(v, start * 8, end * 8 + 7))
 
 
+def _skip(v: bytes | bytearray, lo: int, hi: int, run: bytes) -> int:
+    """The first byte of v[lo:hi] that is not ``run``'s byte, or -1."""
+    i = lo
+    while i < hi:
+        j = min(i + _CHUNK, hi)
+        chunk = v[i:j]
+        if chunk != run[:j - i]:
+            return j - len(chunk.lstrip(run[:1]))
+        i = j
+    return -1
+
+
 def _first(v: bytes | bytearray, lo: int, hi: int, bit: int) -> int:
     """The first bit equal to ``bit`` among bits lo..hi of v, or -1."""
     s, e = lo >> 3, hi >> 3
@@ -233,9 +246,8 @@ def _first(v: bytes | bytearray, lo: int, hi: int, bit: int) -> int:
     if s == e:
         return -1
     if e > s + 1:
-        found = (_NOT_ZERO if bit else _NOT_ONES).search(v, s + 1, e)
-        if found is not None:
-            j = found.start()
+        j = _skip(v, s + 1, e, _ZEROS if bit else _ONES)
+        if j >= 0:
             return j * 8 + 8 - (v[j] ^ flip).bit_length()
     x = (v[e] ^ flip) & (0xFF << (7 - (hi & 7))) & 0xFF
     if x:
