@@ -84,6 +84,8 @@ WATCHED: list[tuple] = [
     ("BITFIELD", "w", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1000"), ("BITFIELD", "w", "GET", "u8", "0"),
     ("BITOP", "AND", "w", "nokey"), ("BITOP", "AND", "w", "nokey"), ("BITOP", "OR", "w", "src"),
     ("BITFIELD", "w", "SET", "u8", "2000", "0"), ("SETBIT", "w", "x", "1"), ("GETBIT", "w", "1"),
+    ("DEL", "w"), ("BITFIELD", "w", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "100"), ("DEL", "w"),
+    ("SETBIT", "w", "0", "0"), ("DEL", "w"), ("BITFIELD", "w", "SET", "u2", "0", "0"),
 ]
 
 

@@ -78,7 +78,7 @@ def _for_write(db: Db, key: bytes, nbytes: int) -> tuple[bytearray, bool]:
     v = db.get(key)
     if v is None:
         b = bytearray(nbytes)
-        db.add(key, b)
+        db.add(key, b, signal=False)  # signalled with the write, if one is made
         if FLOAT_INTS:
             forget_float_int(db, key)
         return b, True
