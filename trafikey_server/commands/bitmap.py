@@ -99,9 +99,10 @@ def _for_write(db: Db, key: bytes, nbytes: int) -> tuple[bytearray, bool]:
     return b, False
 
 
-def _changed(c: Client, argv: list[bytes], key: bytes, changes: int, event: bytes) -> None:
-    """After a bit write: signal, notify, count and log it, or undo the
-    dirty count the dispatcher adds for every write command."""
+def _changed(c: Client, argv: list[bytes], key: bytes, changes: int) -> None:
+    """After SETBIT or BITFIELD made ``changes`` writes: signal the key,
+    raise ``setbit``, count and log the call; with none, undo the dirty
+    count the dispatcher adds for every write command."""
     server = c.server
     if not changes:
         server.dirty -= 1
@@ -109,7 +110,7 @@ def _changed(c: Client, argv: list[bytes], key: bytes, changes: int, event: byte
     db = c.db
     db.touch(key)
     if db.events:
-        db.events.emit(db, event, key)
+        db.events.emit(db, b"setbit", key)
     server.dirty += changes - 1
     aof = server.aof
     if aof is not None:
@@ -129,11 +130,10 @@ def setbit(c: Client, argv: list[bytes]) -> bytes:
     b, grown = _for_write(c.db, key, byte + 1)
     mask = 0x80 >> (offset & 7)
     old = b[byte] & mask
-    if grown or bool(old) != on:
+    changed = grown or bool(old) != on
+    if changed:
         b[byte] = (b[byte] | mask) if on else (b[byte] & ~mask)
-        _changed(c, argv, key, 1, b"setbit")
-    else:
-        _changed(c, argv, key, 0, b"setbit")
+    _changed(c, argv, key, int(changed))
     return ONE if old else ZERO
 
 
@@ -473,7 +473,7 @@ def _bitfield(c: Client, argv: list[bytes], ro: bool) -> bytes:
         _set_field(b, offset, bits, new)
         if grown or old != new:
             changes += 1
-    _changed(c, argv, key, changes, b"setbit")
+    _changed(c, argv, key, changes)
     return b"".join(out)
 
 
