@@ -166,12 +166,15 @@ class Db:
             else:
                 self._gone(key)  # overwritten: Valkey's dbSetValue signals the old value deleted
 
-    def add(self, key: bytes, value: Any) -> None:
-        """Store a value under a key known to be absent (no TTL to drop)."""
+    def add(self, key: bytes, value: Any, signal: bool = True) -> None:
+        """Store a value under a key known to be absent (no TTL to drop).
+        Without ``signal`` the caller signals the change itself, or not at
+        all when its call changed nothing (a bit write that created its key
+        and then wrote nothing: Valkey's dbAdd alone tells no watcher)."""
         if self.events:
             self.events.emit(self, b"new", key)
         self.data[key] = value
-        if self.signalled:
+        if self.signalled and signal:
             self._signal(key)
         if self.blocking:
             self._ready(key)

@@ -281,6 +281,11 @@ RULES: dict[bytes, Rule] = {
     b"smove": _unless_zero,
     b"spop": _spop,
     b"sort": _nothing,  # logs itself when STORE wrote (commands/sort.py)
+    # Logged as sent by their handlers, only when they changed the keyspace
+    # (commands/bitmap.py).
+    b"setbit": _nothing,
+    b"bitfield": _nothing,
+    b"bitop": _nothing,
     b"cluster|flushslot": _nothing,
 }
 
