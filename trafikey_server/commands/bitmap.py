@@ -307,9 +307,7 @@ def bitop(c: Client, argv: list[bytes]) -> bytes:
     if not maxlen:
         # Valkey's dbDelete: a destination still stored goes even past its
         # expiry, and the event is ``del``, not ``expired``.
-        if dest in db.expires and dest in db.data:
-            db.expires.pop(dest)  # its heap entry is left stale, as a persist leaves it
-        changed = db.delete(dest)
+        changed = db.delete_stored(dest)
         if changed and db.events:
             db.events.emit(db, b"del", dest)
         _changed_bitop(c, argv, changed)

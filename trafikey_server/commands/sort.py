@@ -194,14 +194,6 @@ def partial_quicksort(v: list[T], cmp: Callable[[T, T], int], lo: int, hi: int) 
     run(0, len(v))
 
 
-def _drop(db: Db, key: bytes) -> bool:
-    """Valkey's dbDelete: a key still stored goes, even past its expiry
-    (it is deleted, not expired, so the event is ``del``)."""
-    if key in db.expires and key in db.data:
-        db.expires.pop(key)  # its heap entry is left stale, as a persist leaves it
-    return db.delete(key)
-
-
 def _full_key_access(c: Client) -> bool:
     """ACLUserCheckCmdWithUnrestrictedKeyAccess for a read: the user may
     read every key (allkeys, or a ``*`` pattern that grants reads)."""
@@ -406,7 +398,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         db.set(store, lst)
         if db.events:
             db.events.emit(db, b"sortstore", store)
-    elif _drop(db, store):
+    elif db.delete_stored(store):
         if db.events:
             db.events.emit(db, b"del", store)
     else:

@@ -228,6 +228,14 @@ class Db:
             self._gone(key)
         return True
 
+    def delete_stored(self, key: bytes) -> bool:
+        """Valkey's dbDelete, as a STORE's empty result uses it: a key still
+        stored goes even past its expiry (deleted, not expired, so its event
+        is ``del``). Its heap entry is left stale, as a persist leaves it."""
+        if key in self.expires and key in self.data:
+            self.expires.pop(key)
+        return self.delete(key)
+
     def touch(self, key: bytes) -> None:
         """Record an in-place change of the value under key."""
         if self.signalled:
