@@ -306,9 +306,9 @@ def _trim_args(c: Client, argv: list[bytes], xadd: bool) -> tuple[_Trim, int]:
     while i < n:
         more = n - 1 - i
         arg = argv[i]
-        opt = word(arg)
         if xadd and cstr(arg) == b"*":
             break
+        opt = word(arg)
         if opt == b"maxlen" and more:
             if t.strategy:
                 raise CommandError(_BOTH_STRATEGIES)
