@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers
+from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers, streams
 from .report import FAKE, TRAFIKEY, TWINS, VALKEY, Results
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("commands", "lifecycle", "growth", "blocking", "pubsub")
+SECTIONS = ("commands", "lifecycle", "growth", "blocking", "pubsub", "streams")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -34,7 +34,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="tiny counts, 1 round: proves the harness works")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per measurement (default 5; quick 1)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
-                    help="comma-separated subset of commands,lifecycle,growth,blocking,pubsub (growth includes memory)")
+                    help="comma-separated subset of commands,lifecycle,growth,blocking,pubsub,streams"
+                         " (growth includes memory)")
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "out", help="where results.md/json and ratios.png go")
     ap.add_argument("--write-results", action="store_true", help="also write bench/RESULTS.md and bench/ratios.png")
     ap.add_argument("--requests", type=int, default=None, help="redis-benchmark requests per run at P1 (100,000)")
@@ -54,6 +55,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="messages delivered per pub/sub run, whatever the fan-out (200,000)")
     ap.add_argument("--stream-entries", type=int, default=None,
                     help="stream entries of the memory section's stream row (1,000,000)")
+    ap.add_argument("--stream-cycle-entries", type=int, default=None,
+                    help="entries per XADD/XREADGROUP/XACK run of the streams section (100,000)")
     ap.add_argument("--no-fakeredis", action="store_true", help="skip executor (d)")
     a = ap.parse_args(argv)
     q = a.quick
@@ -62,6 +65,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "jobs": (600, 40_000), "fake_jobs": (20, 400), "procs": (1, 2), "conns": (2, 4), "batch": (50, 200),
         "growth_sizes": ("1000,10000", "1000,1000000"), "working": (500, 20_000), "wakeups": (50, 2_000),
         "pubsub_messages": (2_000, 200_000), "stream_entries": (5_000, 1_000_000),
+        "stream_cycle_entries": (2_000, 100_000),
     }
     for name, (quick, full) in defaults.items():
         if getattr(a, name) is None:
@@ -183,6 +187,18 @@ def section_pubsub(a: argparse.Namespace, res: Results, log: Callable[[str], Non
             s.stop()
 
 
+def section_streams(a: argparse.Namespace, res: Results, log: Callable[[str], None]) -> None:
+    log("streams: XADD, XREADGROUP and XACK with 1 and 10 consumers")
+    started: list[servers.Server] = []
+    try:
+        started.append(servers.start_valkey(VALKEY))
+        started.append(servers.start_trafikey(TRAFIKEY))
+        streams.run_streams(started, rounds=a.rounds, entries=a.stream_cycle_entries, record=res.record, log=log)
+    finally:
+        for s in started:
+            s.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     t0 = time.monotonic()
@@ -198,14 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         "quick": a.quick, "rounds": a.rounds, "requests": a.requests, "p16_requests": a.p16_requests,
         "clients": a.clients, "latency_clients": a.clients, "jobs": a.jobs, "fake_jobs": a.fake_jobs,
         "procs": a.procs, "conns": a.conns, "batch": a.batch, "working": a.working, "wakeups": a.wakeups,
-        "pubsub_messages": a.pubsub_messages,
+        "pubsub_messages": a.pubsub_messages, "stream_cycle_entries": a.stream_cycle_entries,
         "pinning": servers.pinning_note(), "machine": report.machine(), "sections": a.sections,
     }
     if not servers.PINNED:
         res.notes.append(servers.pinning_note())
     try:
         for name, fn in (("commands", section_commands), ("lifecycle", section_lifecycle),
-                         ("growth", section_growth), ("blocking", section_blocking), ("pubsub", section_pubsub)):
+                         ("growth", section_growth), ("blocking", section_blocking), ("pubsub", section_pubsub),
+                         ("streams", section_streams)):
             if name in a.sections:
                 fn(a, res, log)
     finally:

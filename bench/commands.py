@@ -27,6 +27,10 @@ server that happens to run second:
   under ``-r``); SPOP from a ``myset`` of requests + 1,000 members.
 - SMEMBERS is ``SMEMBERS bench:s`` over a set of 100 members (listpack on
   both servers).
+- XADD (``XADD s * field value``) and XADD_MAXLEN (``XADD s MAXLEN ~ 1000 *
+  field value``) start from no ``s``; XRANGE (``XRANGE s - + COUNT 10``) reads
+  a stream ``s`` filled first with ``XRANGE_ENTRIES`` entries of the same
+  shape.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from .servers import LOAD_CORE, Server, pinned, spawn
 KEYSPACE = 100_000  # -r for the tests that take random keys
 ZRANGE_MEMBERS = 100
 SMEMBERS_MEMBERS = 100
+XRANGE_ENTRIES = 1000
 
 
 def _fill_zset(server: Server, key: str, n: int) -> None:
@@ -141,6 +146,22 @@ def _prep_smembers(server: Server, requests: int) -> None:
         _fill(server, "SADD", "bench:s", [f"m{i}" for i in range(SMEMBERS_MEMBERS)])
 
 
+def _prep_del_stream(server: Server, requests: int) -> None:
+    server.execute("DEL", "s")
+
+
+def _prep_xrange(server: Server, requests: int) -> None:
+    """DEL s, then ``XRANGE_ENTRIES`` entries ``field value`` with ``*`` IDs,
+    pipelined 1000 a batch."""
+    conn = server.conn
+    server.execute("DEL", "s")
+    xadd = _encode(["XADD", "s", "*", "field", "value"])
+    for lo in range(0, XRANGE_ENTRIES, 1000):
+        n = min(1000, XRANGE_ENTRIES - lo)
+        conn.send(xadd * n)
+        _drain(conn, n)
+
+
 @dataclass(frozen=True)
 class Test:
     name: str
@@ -165,6 +186,9 @@ TESTS: list[Test] = [
     Test("SADD", ["-r", str(KEYSPACE), "-t", "sadd"], _prep_del_set),
     Test("SPOP", ["-t", "spop"], _prep_spop),
     Test("SMEMBERS", ["SMEMBERS", "bench:s"], _prep_smembers),
+    Test("XADD", ["XADD", "s", "*", "field", "value"], _prep_del_stream),
+    Test("XADD_MAXLEN", ["XADD", "s", "MAXLEN", "~", "1000", "*", "field", "value"], _prep_del_stream),
+    Test("XRANGE", ["XRANGE", "s", "-", "+", "COUNT", "10"], _prep_xrange),
 ]
 
 

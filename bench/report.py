@@ -220,7 +220,8 @@ def markdown(r: Results) -> str:
         " (the CPU figures stay valid).",
         "",
     ]
-    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _blocking(r) + _pubsub(r) + _targets(r)
+    lines += _commands(r) + _lifecycle(r) + _growth(r) + _memory(r) + _blocking(r) + _pubsub(r) + _streams(r)
+    lines += _targets(r)
     if r.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in r.notes] + [""]
     return "\n".join(lines)
@@ -401,6 +402,27 @@ def _pubsub(r: Results) -> list[str]:
         out.append(f"| {n} | {_f(vp)} | {_f(tp)} | {_f(_ratio(tp, vp), '.2f')} | {_f(vm)} | {_f(tm)}"
                    f" | {_f(vc, '.2f')} | {_f(tc, '.2f')} | {_f(_ratio(tc, vc), '.2f')}"
                    f" | {_gen(r, 'pubsub', kv)} / {_gen(r, 'pubsub', kt)} |")
+    return [*out, ""]
+
+
+def _streams(r: Results) -> list[str]:
+    m = r.meta
+    out = ["## Streams: XADD, XREADGROUP and XACK", "",
+           "A producer pipelines `XADD bench:xs * field value` (10 x N a step); each of N consumers of one group"
+           " sends `XREADGROUP GROUP g cK COUNT 10 STREAMS bench:xs >`, then `XACK` of the 10 IDs it read, in lock"
+           f" step. {m.get('stream_cycle_entries', 0):,} entries per run; server CPU µs per entry = (utime+stime)"
+           " / entries. No target: reported.", "",
+           "| consumers | Valkey entries/s | trafikey entries/s | ratio ↑ | Valkey µs/entry | trafikey µs/entry"
+           " | CPU ratio ↓ | gen core V / t |",
+           "|--:|--:|--:|--:|--:|--:|--:|---|"]
+    if "stream_cycle" not in r.samples:
+        return [*out[:1], "", "not run", ""]
+    for n in dict.fromkeys(k[0] for k in r.samples["stream_cycle"]):
+        kv, kt = (n, VALKEY), (n, TRAFIKEY)
+        ve, te = r.median("stream_cycle", kv, "entries_per_s"), r.median("stream_cycle", kt, "entries_per_s")
+        vc, tc = r.median("stream_cycle", kv, "cpu_us"), r.median("stream_cycle", kt, "cpu_us")
+        out.append(f"| {n} | {_f(ve)} | {_f(te)} | {_f(_ratio(te, ve), '.2f')} | {_f(vc, '.2f')} | {_f(tc, '.2f')}"
+                   f" | {_f(_ratio(tc, vc), '.2f')} | {_gen(r, 'stream_cycle', kv)} / {_gen(r, 'stream_cycle', kt)} |")
     return [*out, ""]
 
 

@@ -34,21 +34,25 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
 
     text = (out / "results.md").read_text()
     for heading in ("## Commands", "## Job lifecycle", "### Shape 1", "### Shape 2", "## Growth",
-                    "## Memory", "## Blocking", "## Pub/sub", "## Targets"):
+                    "## Memory", "## Blocking", "## Pub/sub", "## Streams", "## Targets"):
         assert heading in text, heading
     for row in ("| PING | 1 |", "| ZRANGE | 16 |", "| LRANGE_100 | 1 |", "| SMEMBERS | 16 |",
                 "(a) native verbs", "(b) twin scripts, trafikey-server",
                 "(c) twin scripts, valkey-server", "| 1,000 | (a) native", "| 10,000 | (c) twin",
                 "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |",
-                "| BLPOP one waiter |", "| 100 |"):
+                "| BLPOP one waiter |", "| 100 |", "| XADD | 1 |", "| XADD_MAXLEN | 16 |", "| XRANGE | 1 |"):
         assert row in text, row
+    streams = text.split("## Streams", 1)[1].split("## Targets", 1)[0]
+    for row in ("| 1 |", "| 10 |"):
+        assert row in streams, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
-    # (16 command rows at P1 and P16, 4 lifecycle, 1 growth, 2 memory: jobs and stream entries)
-    assert text.count("**MET**") + text.count("**MISSED**") == 39
+    # (19 command rows at P1 and P16, 4 lifecycle, 1 growth, 2 memory: jobs and stream entries)
+    assert text.count("**MET**") + text.count("**MISSED**") == 45
 
     data = json.loads((out / "results.json").read_text())
-    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub"}
+    assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub",
+                                     "stream_cycle"}
     try:
         import matplotlib  # noqa: F401
     except ImportError:

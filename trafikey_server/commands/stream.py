@@ -96,6 +96,13 @@ def _string2ull(s: bytes) -> int | None:
 def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = False) -> int:
     """streamParseIDOrReply (``strict``: streamParseStrictIDOrReply): ``ms-seq``,
     ``ms`` (the sequence is ``missing_seq``), ``-`` and ``+`` unless strict."""
+    # The form every reply gives back (XACK, XCLAIM take IDs by the ten):
+    # two runs of at most 19 ASCII digits, which strtoull reads as int()
+    # does, leading zeros included, and which cannot pass 64 bits.
+    ms_text, dash, seq_text = arg.partition(b"-")
+    if (dash and 0 < len(ms_text) < 20 and 0 < len(seq_text) < 20 and ms_text.isdigit()
+            and seq_text.isdigit()):
+        return int(ms_text) << 64 | int(seq_text)
     sid, _ = _parse_id(arg, missing_seq, strict, False)
     return sid
 
@@ -203,7 +210,14 @@ def propagate(c: Client, effects: list[list[bytes]] | None) -> None:
 
 
 def entry_reply(sid: int, fields: list[bytes]) -> bytes:
-    return b"*2\r\n" + bulk(fmt_id(sid)) + bulks(fields)
+    """An entry as XRANGE and XREAD reply it: ``[id, [field, value, ...]]``.
+    One format for the ID and, for the common one-field entry, for the
+    whole reply: it runs once per entry of every read."""
+    text = b"%d-%d" % (sid >> 64, sid & SEQ_MASK)
+    if len(fields) == 2:
+        f, v = fields
+        return b"*2\r\n$%d\r\n%s\r\n*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(text), text, len(f), f, len(v), v)
+    return b"*2\r\n$%d\r\n%s\r\n" % (len(text), text) + bulks(fields)
 
 
 def last_valid_id(s: Stream) -> int:
@@ -292,9 +306,9 @@ def _trim_args(c: Client, argv: list[bytes], xadd: bool) -> tuple[_Trim, int]:
     while i < n:
         more = n - 1 - i
         arg = argv[i]
-        opt = word(arg)
         if xadd and cstr(arg) == b"*":
             break
+        opt = word(arg)
         if opt == b"maxlen" and more:
             if t.strategy:
                 raise CommandError(_BOTH_STRATEGIES)
@@ -414,25 +428,27 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
     if sid <= last:
         raise CommandError(_TOP_ITEM)
     s.add(sid, argv[field_pos:], _node_limits(c))
-    text = fmt_id(sid)
-    emit(db, b"xadd", key)
-    logged = argv
-    if t.strategy:
+    text = b"%d-%d" % (sid >> 64, sid & SEQ_MASK)
+    if db.events:
+        db.events.emit(db, b"xadd", key)
+    trimmed = t is not _PLAIN and t.strategy
+    if trimmed:
         if _trim(s, t):
             emit(db, b"xtrim", key)
-        if t.approx:
-            logged = argv[:]
-            logged[t.arg_at - 1] = b"="
-            logged[t.arg_at] = _exact_trim_arg(s, t)
     if db.signalled:
         db.touch(key)
-    if not t.id_given or not t.seq_given:
-        if logged is argv:
-            logged = argv[:]
-        logged[idpos] = text
-    propagate(c, [logged])
+    if logging(c):
+        # What the file records: the ID given, an approximate trim as the
+        # exact one it made.
+        logged = argv[:]
+        if trimmed and t.approx:
+            logged[t.arg_at - 1] = b"="
+            logged[t.arg_at] = _exact_trim_arg(s, t)
+        if not t.id_given or not t.seq_given:
+            logged[idpos] = text
+        propagate(c, [logged])
     db.signal_ready(key)
-    return bulk(text)
+    return b"$%d\r\n%s\r\n" % (len(text), text)
 
 
 def xtrim(c: Client, argv: list[bytes]) -> bytes:
@@ -755,10 +771,14 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
     out = [b""]
     n = 0
     moved = False
+    # The stream does not change while it is read: its first ID and its
+    # greatest deleted ID (range_has_tombstones's test) are taken once.
+    first = s.first_id
+    md = s.max_deleted_id if len(s) else 0
     for sid, fields in s.range(start, MAX_ID):
         if sid > g.last_id:
-            if (g.entries_read != INVALID_ENTRIES_READ and g.last_id >= s.first_id
-                    and not s.range_has_tombstones(g.last_id)):
+            if (g.entries_read != INVALID_ENTRIES_READ and g.last_id >= first
+                    and not (md and g.last_id <= md)):
                 g.entries_read = int64(g.entries_read + 1)
             else:
                 g.entries_read = s.estimate_entries_read(sid)

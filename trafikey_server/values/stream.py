@@ -34,7 +34,7 @@ from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 
-from ..util.parsing import int64
+from ..util.parsing import LLONG_MAX, int64
 from . import listpack as lp
 from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, skip
 
@@ -96,9 +96,10 @@ class Pel(dict):  # type: ignore[type-arg]
         del ids[bisect_left(ids, sid)]
 
     def pop(self, sid: int, *default: Nack | None) -> Nack | None:  # type: ignore[override]
-        if sid in self:
-            nack = dict.__getitem__(self, sid)
-            del self[sid]
+        nack = dict.pop(self, sid, None)
+        if nack is not None:
+            ids = self._ids
+            del ids[bisect_left(ids, sid)]
             return nack
         if default:
             return default[0]
@@ -519,7 +520,12 @@ class Stream:
         dseq = seq - (key & _U64)
         body = node.body
         node.offs.append(len(body))
-        node.push_id(sid)
+        ids = node.ids
+        if (dms <= 0xFFFFFFFF and seq <= 0xFFFFFFFF) or ids.typecode == "Q":
+            ids.append(dms)
+            ids.append(seq)
+        else:
+            node.push_id(sid)
         if same:
             if len(fields) == 2:
                 part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(int64(dms)),
@@ -542,7 +548,8 @@ class Stream:
         if self._len == 1:
             self._first = sid
         self.last_id = sid
-        self.entries_added = int64(self.entries_added + 1)
+        added = self.entries_added + 1
+        self.entries_added = added if added <= LLONG_MAX else int64(added)
 
     def _locate(self, sid: int) -> tuple[int, int] | None:
         """(node position, entry position) of the live entry sid, or None."""
