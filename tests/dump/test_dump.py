@@ -255,3 +255,31 @@ def test_restore_ttls(two: Two) -> None:
         ttl_v, ttl_t = two.v.call("PTTL", k), two.t.call("PTTL", k)
         assert 99_000 < int(ttl_t[1:-2]) <= 100_000 and 99_000 < int(ttl_v[1:-2]) <= 100_000
     two.check("DBSIZE")
+
+
+def test_restore_asking_is_restore(two: Two) -> None:
+    """Outside a cluster RESTORE-ASKING is RESTORE under another name."""
+    good = _payload(b"\x00\x03abc")
+    two.check("RESTORE-ASKING", "k", "0", good)
+    two.check("RESTORE-ASKING", "k", "0", good)
+    two.check("RESTORE-ASKING", "k", "-1", good, "REPLACE")
+    two.check("RESTORE-ASKING", "k", "0", b"junk", "REPLACE")
+    two.check("RESTORE-ASKING", "k", "100000", good, "REPLACE", "FREQ", "300")
+    two.check("RESTORE-ASKING", "k", "100000", good, "REPLACE")
+    two.check("TTL", "k")
+    two.check("GET", "k")
+    two.check("RESTORE-ASKING", "k")
+
+
+def test_dump_without_compression(two: Two) -> None:
+    """rdbcompression no: strings and listpacks go raw, as Valkey writes them."""
+    try:
+        two.check("CONFIG", "SET", "rdbcompression", "no")
+        two.check("SET", "s", "a" * 100)
+        two.check("HSET", "h", "f" * 30, "v" * 30)
+        two.check("DUMP", "s")
+        two.check("DUMP", "h")
+    finally:
+        two.check("CONFIG", "SET", "rdbcompression", "yes")
+    two.check("DUMP", "s")
+    two.check("DUMP", "h")
