@@ -250,6 +250,11 @@ class Blocking:
         self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
         return True
 
+    def answer(self, c: Client, reply: bytes) -> None:
+        """A client parked while its command's work went on elsewhere
+        (MIGRATE's transfer) gets the command's reply now."""
+        self._finish(c, reply, reply.startswith(b"-"))
+
     def _finish(self, c: Client, reply: bytes, error: bool) -> None:
         """Answer a blocked client without running its command again,
         counting the call as Valkey's updateStatsOnUnblock does."""
