@@ -162,12 +162,16 @@ def migrate(c: Client, argv: list[bytes]) -> bytes:
         else:
             present.append(key)
     if not present:
+        c.server.dirty -= 1  # dirty counts the keys deleted, as in Valkey
         return _NOKEY
     plan = _Plan(c, present, auth, dbid, copy, replace, timeout)
     host, port = argv[1].decode(errors="replace"), argv[2].decode(errors="replace")
     if not may_block(c):
         lines, phase = _transfer_now(host, port, plan)
-        return _raise_or(plan.finish(c, lines, phase))
+        reply = plan.finish(c, lines, phase)
+        if not reply.startswith(b"-"):
+            c.server.dirty -= 1
+        return _raise_or(reply)
     server = c.server
     loop = server.loop or asyncio.get_event_loop()
     loop.create_task(_transfer_later(c, host, port, plan))

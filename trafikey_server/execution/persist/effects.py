@@ -280,9 +280,10 @@ RULES: dict[bytes, Rule] = {
     b"srem": _unless_zero,
     b"smove": _unless_zero,
     b"spop": _spop,
-    b"sort": _nothing,
+    b"sort": _nothing,  # logs itself when STORE wrote (commands/sort.py)
     b"restore": _nothing,  # logs itself: an absolute TTL, or the deletion (commands/dump.py)
-    b"restore-asking": _nothing,  # logs itself when STORE wrote (commands/sort.py)
+    b"restore-asking": _nothing,
+    b"migrate": _nothing,  # logs the DEL of what the target took (commands/migrate.py)
     b"cluster|flushslot": _nothing,
 }
 
