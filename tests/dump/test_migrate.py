@@ -200,10 +200,13 @@ def test_migrate_waits_without_holding_the_server(trafikey_server: Proc) -> None
     a, b = Wire(trafikey_server.port), Wire(trafikey_server.port)
     try:
         assert a.call("SET", "slow", "v") == b"+OK\r\n"
+        a_id = a.call("CLIENT", "ID")[1:-2]
         a.send_raw(b"*6\r\n$7\r\nMIGRATE\r\n$9\r\n127.0.0.1\r\n$%d\r\n%d\r\n$4\r\nslow\r\n$1\r\n0\r\n$3\r\n300\r\n"
                    % (len(str(silent.port)), silent.port))
         assert b.call("PING") == b"+PONG\r\n"
         assert b.call("CLIENT", "LIST").count(b"cmd=migrate") == 1
+        # Valkey holds the server for the transfer: nobody can unblock it.
+        assert b.call("CLIENT", "UNBLOCK", a_id, "ERROR") == b":0\r\n"
         assert a.read_reply() == b"-IOERR error or timeout reading to target instance\r\n"
         assert a.call("EXISTS", "slow") == b":1\r\n"
     finally:

@@ -243,9 +243,12 @@ class Blocking:
     # -- ending a wait without the key ----------------------------------------
 
     def unblock(self, c: Client, error: bool) -> bool:
-        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error."""
+        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error. A
+        client parked on no key waits for work done elsewhere (MIGRATE's
+        transfer), which Valkey does while holding the server: not
+        unblocked."""
         st = c.blocked
-        if st is None:
+        if st is None or not st.keys:
             return False
         self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
         return True
