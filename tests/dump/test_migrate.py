@@ -43,6 +43,9 @@ def _steps(target: int, closed: int) -> list[tuple[Any, ...]]:
     return [
         ("SET", "k", "v"), ("HSET", "h", "f", "v"), ("RPUSH", "l", "a", "b"), ("SET", "ttl", "x", "EX", "1000"),
         ("ZADD", "z", "1", "m"),
+        ("RPUSH", "big", *[f"element-{i}" for i in range(3000)]), ("SET", "bigs", "0123456789abcdef" * 8000),
+        ("HSET", "bigh", *[f"f{i}" if j == 0 else f"v{i}" for i in range(300) for j in (0, 1)]),
+        ("MIGRATE", HOST, t, "", "2", "5000", "KEYS", "big", "bigs", "bigh"),
         ("MIGRATE", HOST, t, "k", "0", "5000"), ("EXISTS", "k"),
         ("MIGRATE", HOST, t, "nokey", "0", "5000"),
         ("SET", "k", "v2"), ("MIGRATE", HOST, t, "k", "0", "5000"), ("GET", "k"),
@@ -110,7 +113,8 @@ def test_migrate_like_valkey(valkey_server: Proc, trafikey_server: Proc, targets
             assert have == want, f"{source} -> {target}: {step!r}\n valkey: {want!r}\n got:    {have!r}"
         assert got[1] == expected[1], f"{source} -> {target}: source keyspace"
         assert got[2] == expected[2], f"{source} -> {target}: target keyspace"
-    assert expected[0][5] == b"+OK\r\n" and expected[2][0][0][b"k"][0] == "string"
+    first = next(i for i, s in enumerate(_steps(0, 0)) if s[0] == "MIGRATE")
+    assert expected[0][first] == b"+OK\r\n" and expected[2][2][0][b"big"][0] == "list"
 
 
 def test_migrate_events_like_valkey(valkey_server: Proc, trafikey_server: Proc, targets: tuple[Proc, Proc]) -> None:
