@@ -26,7 +26,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from ..protocol.args import word
-from ..services.blocking import may_block
+from ..services.blocking import Elsewhere, may_block
 from ..util.errors import CommandError, syntax
 from ..util.parsing import parse_int
 from .dump import payload
@@ -175,12 +175,8 @@ def migrate(c: Client, argv: list[bytes]) -> bytes:
     server = c.server
     loop = server.loop or asyncio.get_event_loop()
     loop.create_task(_transfer_later(c, host, port, plan))
-    server.blocking.block(c, [], _Waiting, 0, b"-IOERR error or timeout reading to target instance\r\n")
+    server.blocking.block(c, [], Elsewhere, 0, b"-IOERR error or timeout reading to target instance\r\n")
     return b""  # pragma: no cover - block() raises
-
-
-class _Waiting:
-    """The type no key ever holds: a MIGRATE waits for its transfer only."""
 
 
 def _raise_or(reply: bytes) -> bytes:
@@ -247,7 +243,7 @@ async def _transfer_later(c: Client, host: str, port: str, plan: _Plan) -> None:
     finally:
         if writer is not None:
             writer.close()
-    if c.blocked is None or c.blocked.btype is not _Waiting:
+    if c.blocked is None or c.blocked.btype is not Elsewhere:
         return  # the client went away or was unblocked meanwhile
     server = c.server
     server.blocking.answer(c, plan.finish(c, lines, phase))

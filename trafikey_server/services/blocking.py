@@ -57,6 +57,13 @@ class Blocked(Exception):
 BLOCKED = Blocked()
 
 
+class Elsewhere:
+    """The awaited type of a client parked while its command's work goes on
+    elsewhere (MIGRATE's transfer) and not on a key: no value is of this
+    type, and CLIENT UNBLOCK does not reach such a client, as Valkey holds
+    the whole server for that work."""
+
+
 def parse_timeout(c: Client, arg: bytes) -> int:
     """A timeout in seconds (a long double, as Valkey's
     getTimeoutFromObjectOrReply reads it) as an absolute deadline in
@@ -243,12 +250,10 @@ class Blocking:
     # -- ending a wait without the key ----------------------------------------
 
     def unblock(self, c: Client, error: bool) -> bool:
-        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error. A
-        client parked on no key waits for work done elsewhere (MIGRATE's
-        transfer), which Valkey does while holding the server: not
-        unblocked."""
+        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error (not
+        for a client waiting on work done ``Elsewhere``)."""
         st = c.blocked
-        if st is None or not st.keys:
+        if st is None or st.btype is Elsewhere:
             return False
         self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
         return True
