@@ -217,3 +217,16 @@ def test_migrate_waits_without_holding_the_server(trafikey_server: Proc) -> None
         a.close()
         b.close()
         silent.close()
+
+
+@pytest.mark.parametrize("args", [
+    ("h", "1", "", "0", "5", "KEYS", "a", "b", "c"), ("h", "1", "k", "0", "5"), ("h", "1", "k", "0", "5", "KEYS", "a"),
+    ("h", "1", "", "0", "5", "AUTH", "keys", "a", "b"), ("h", "1", "", "0", "5", "AUTH2", "keys", "x", "keys", "a"),
+    ("h", "1", "", "0", "5", "COPY", "REPLACE", "KEYS"), ("h", "1", "", "0", "5", "bogus", "keys", "b"),
+    ("h", "1", "keys", "0", "5", "COPY"), ("h", "1", "", "0", "5"),
+])
+def test_migrate_keys_like_valkey(pair23: Any, args: tuple[str, ...]) -> None:
+    """COMMAND GETKEYS and GETKEYSANDFLAGS find MIGRATE's keys as Valkey's
+    migrateGetKeys does (and its key spec, when no KEYS word is found)."""
+    pair23.check("COMMAND", "GETKEYS", "MIGRATE", *args)
+    pair23.check("COMMAND", "GETKEYSANDFLAGS", "MIGRATE", *args)
