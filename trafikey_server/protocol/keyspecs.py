@@ -70,13 +70,39 @@ def _sort_ro_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     return [(1, ("RO", "access"))]
 
 
+_MIGRATE_SKIP = {b"copy": 0, b"replace": 0, b"auth": 1, b"auth2": 2}
+
+
+def _migrate_keys(argv: Sequence[bytes]) -> list[KeyRef]:
+    """MIGRATE's keys (migrateGetKeys): its key argument, or everything
+    after KEYS (none when the key argument is not empty, a syntax error
+    MIGRATE itself reports); the option values before KEYS are skipped.
+    Valkey asks that function only when its keyword spec finds a KEYS
+    before the last argument; otherwise the key argument is the key."""
+    first, num = 3, 1
+    argc = len(argv)
+    if not any(a.split(b"\0", 1)[0].lower() == b"keys" for a in argv[1:argc - 1]):
+        return [(3, ("RW", "access", "delete"))]
+    i = 6
+    while i < argc:
+        w = argv[i].split(b"\0", 1)[0].lower()
+        if w == b"keys":
+            if argv[3]:
+                num = 0
+            else:
+                first, num = i + 1, argc - i - 1
+            break
+        i += _MIGRATE_SKIP.get(w, 0) + 1
+    return [(first + k, ("RW", "access", "delete")) for k in range(num)]
+
+
 # Valkey resolves key specs flagged ``variable_flags`` with a per-command
 # function (its getkeys_proc) instead of the spec's declared flags, and
 # falls back to that function when the specs are incomplete (SORT's keys
 # come from its options). Rows are matched by name; a row without an entry
 # here keeps its spec flags.
 _VARIABLE_FLAGS: dict[str, Callable[[Sequence[bytes]], list[KeyRef]]] = {
-    "set": _set_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys,
+    "set": _set_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys, "migrate": _migrate_keys,
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..util.parsing import to_int
 
@@ -48,10 +50,29 @@ def encode_len(n: int) -> bytes:
     return b"\x81" + n.to_bytes(8, "big")
 
 
+# Whether encode_string compresses as Valkey's rdbcompression does: on only
+# while a DUMP payload is written (files are written uncompressed).
+_lzf = False
+
+
+@contextmanager
+def compressing(on: bool) -> Iterator[None]:
+    """encode_string LZF-compresses within this block when on."""
+    global _lzf
+    before = _lzf
+    _lzf = on
+    try:
+        yield
+    finally:
+        _lzf = before
+
+
 def encode_string(s: bytes | bytearray) -> bytes:
     """A string, integer-encoded when Valkey's rdbTryIntegerEncoding would
     (a canonical integer of at most 11 characters that fits 32 bits)."""
     n = len(s)
+    if _lzf and n > 20:
+        return encode_string_lzf(s)
     if n <= 11 and n:
         v = to_int(bytes(s))
         if v is not None and _INT32[0] <= v <= _INT32[1]:
@@ -61,6 +82,114 @@ def encode_string(s: bytes | bytearray) -> bytes:
                 return b"\xc1" + v.to_bytes(2, "little", signed=True)
             return b"\xc2" + v.to_bytes(4, "little", signed=True)
     return encode_len(n) + bytes(s)
+
+
+def encode_string_lzf(s: bytes | bytearray) -> bytes:
+    """A string as Valkey's rdbSaveRawString writes it with rdbcompression
+    on: integer-encoded as ``encode_string``, else LZF-compressed when over
+    20 bytes and compression saves at least 4 of them, else raw."""
+    n = len(s)
+    if n > 20:
+        packed = lzf_compress(bytes(s), n - 4)
+        if packed is not None:
+            return b"\xc3" + encode_len(len(packed)) + encode_len(n) + packed
+        return encode_len(n) + bytes(s)
+    return encode_string(s)
+
+
+_LZF_MAX_OFF = 1 << 13
+_LZF_MAX_REF = (1 << 8) + (1 << 3)
+_LZF_MAX_LIT = 1 << 5
+
+
+def lzf_compress(d: bytes, out_len: int) -> bytes | None:
+    """liblzf's compressor with Valkey's settings (a 2**16-slot hash of the
+    next three bytes, the "very fast" rehash of two positions after a
+    match), so the output is the bytes Valkey writes; None when the result
+    would not fit in out_len bytes. The hash table starts empty, where
+    Valkey's starts with whatever its stack held: for a few inputs its
+    output can differ from this one (both decompress alike)."""
+    n = len(d)
+    if n < 3 or out_len <= 0:
+        return None
+    htab: dict[int, int] = {}
+    out = bytearray(1)  # the first literal run's header
+    lit = 0
+    ip = 0
+    hval = (d[0] << 8) | d[1]
+    end2 = n - 2
+    while ip < end2:
+        hval = ((hval << 8) | d[ip + 2]) & 0xFFFFFFFF
+        slot = ((hval >> 8) - hval * 5) & 0xFFFF
+        ref = htab.get(slot, 0)
+        htab[slot] = ip
+        off = ip - ref - 1
+        if ref > 0 and off < _LZF_MAX_OFF and d[ref + 2] == d[ip + 2] and d[ref] == d[ip] \
+                and d[ref + 1] == d[ip + 1]:
+            length = 2
+            maxlen = min(n - ip - 2, _LZF_MAX_REF)
+            op = len(out)
+            if op + 4 >= out_len and op - (not lit) + 4 >= out_len:
+                return None
+            if lit:
+                out[op - lit - 1] = lit - 1
+            else:
+                del out[-1]
+            mismatch = False
+            if maxlen > 16:
+                for _ in range(16):
+                    length += 1
+                    if d[ref + length] != d[ip + length]:
+                        mismatch = True
+                        break
+            if not mismatch:
+                length += 1
+                while length < maxlen and d[ref + length] == d[ip + length]:
+                    length += 1
+            length -= 2
+            ip += 1
+            if length < 7:
+                out.append((off >> 8) + (length << 5))
+            else:
+                out.append((off >> 8) + (7 << 5))
+                out.append(length - 7)
+            out.append(off & 0xFF)
+            lit = 0
+            out.append(0)
+            ip += length + 1
+            if ip >= end2:
+                break
+            ip -= 2
+            hval = (d[ip] << 8) | d[ip + 1]
+            for _ in range(2):
+                hval = ((hval << 8) | d[ip + 2]) & 0xFFFFFFFF
+                htab[((hval >> 8) - hval * 5) & 0xFFFF] = ip
+                ip += 1
+        else:
+            if len(out) >= out_len:
+                return None
+            lit += 1
+            out.append(d[ip])
+            ip += 1
+            if lit == _LZF_MAX_LIT:
+                out[len(out) - lit - 1] = lit - 1
+                lit = 0
+                out.append(0)
+    if len(out) + 3 > out_len:
+        return None
+    while ip < n:
+        lit += 1
+        out.append(d[ip])
+        ip += 1
+        if lit == _LZF_MAX_LIT:
+            out[len(out) - lit - 1] = lit - 1
+            lit = 0
+            out.append(0)
+    if lit:
+        out[len(out) - lit - 1] = lit - 1
+    else:
+        del out[-1]
+    return bytes(out)
 
 
 # -- reading ----------------------------------------------------------------------

@@ -57,6 +57,13 @@ class Blocked(Exception):
 BLOCKED = Blocked()
 
 
+class Elsewhere:
+    """The awaited type of a client parked while its command's work goes on
+    elsewhere (MIGRATE's transfer) and not on a key: no value is of this
+    type, and CLIENT UNBLOCK does not reach such a client, as Valkey holds
+    the whole server for that work."""
+
+
 def parse_timeout(c: Client, arg: bytes) -> int:
     """A timeout in seconds (a long double, as Valkey's
     getTimeoutFromObjectOrReply reads it) as an absolute deadline in
@@ -243,12 +250,18 @@ class Blocking:
     # -- ending a wait without the key ----------------------------------------
 
     def unblock(self, c: Client, error: bool) -> bool:
-        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error."""
+        """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error (not
+        for a client waiting on work done ``Elsewhere``)."""
         st = c.blocked
-        if st is None:
+        if st is None or st.btype is Elsewhere:
             return False
         self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
         return True
+
+    def answer(self, c: Client, reply: bytes) -> None:
+        """A client parked while its command's work went on elsewhere
+        (MIGRATE's transfer) gets the command's reply now."""
+        self._finish(c, reply, reply.startswith(b"-"))
 
     def _finish(self, c: Client, reply: bytes, error: bool) -> None:
         """Answer a blocked client without running its command again,

@@ -20,6 +20,7 @@ from ..protocol.rdbformat import (
     ziplist_entries,
 )
 from .hash import Hash
+from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
@@ -49,6 +50,11 @@ def _digest(v: Hash) -> bytes:
 
 
 def _rdb_save(v: Hash) -> tuple[int, bytes]:
+    """A listpack hash as Valkey writes it (its listpack, fields and values
+    alternating); a hashtable one field by field."""
+    if not v.big:
+        body = b"".join(enc_str(f) + enc_str(bytes(x)) for f, x in v.items())
+        return T_HASH_LISTPACK, encode_string(blob(body, 2 * len(v)))
     parts = [encode_len(len(v))]
     for f, x in v.items():
         parts.append(encode_string(f))

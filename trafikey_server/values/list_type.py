@@ -27,6 +27,7 @@ from ..protocol.rdbformat import (
     ziplist_entries,
 )
 from ..util.parsing import to_int
+from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size
 
 if TYPE_CHECKING:
@@ -339,7 +340,32 @@ def _digest(v: List) -> bytes:
 
 
 def _rdb_save(v: List) -> tuple[int, bytes]:
-    return T_LIST, encode_len(len(v)) + b"".join(encode_string(e) for e in v)
+    """Valkey's quicklist form: node by node, a listpack (container 2) or
+    one large element on its own (1); a listpack list is one node. Nodes
+    forgotten after a write in the middle are laid out again as pushes at
+    the tail would lay them (Valkey's own layout is then not known)."""
+    items = list(v)
+    if not items:
+        return T_LIST_QUICKLIST_2, encode_len(0)
+    if not v.big:
+        counts = [(len(items), 0)]
+    else:
+        nodes = v.nodes
+        if nodes is None:
+            nodes = deque()
+            for e in items:
+                _node_push(nodes, v.fill, e, False)
+        counts = [(node[0], node[2]) for node in nodes]
+    parts = [encode_len(len(counts))]
+    i = 0
+    for count, plain in counts:
+        part = items[i:i + count]
+        i += count
+        if plain:
+            parts.append(b"\x01" + encode_string(part[0]))
+        else:
+            parts.append(b"\x02" + encode_string(blob(b"".join(enc_str(e) for e in part), count)))
+    return T_LIST_QUICKLIST_2, b"".join(parts)
 
 
 def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List | None:

@@ -28,6 +28,7 @@ from ..protocol.rdbformat import (
     listpack_entries,
 )
 from ..util.parsing import to_int
+from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
@@ -194,33 +195,11 @@ def _intset_blob(v: SetValue) -> bytes:
     return struct.pack("<II", width, len(nums)) + b"".join(struct.pack(fmt, n) for n in nums)
 
 
-def _backlen(n: int) -> bytes:
-    """A listpack entry's back length: 7 bits a byte, highest first, every
-    byte after the first flagged (lpEncodeBacklen)."""
-    groups = [n & 127]
-    n >>= 7
-    while n:
-        groups.append(n & 127)
-        n >>= 7
-    groups.reverse()
-    return bytes([groups[0]] + [g | 128 for g in groups[1:]])
-
-
 def _listpack_blob(members: Iterable[bytes]) -> bytes:
-    body = bytearray()
-    count = 0
-    for m in members:
-        n = len(m)
-        if n < 64:
-            entry = bytes([0x80 | n]) + m
-        elif n < 4096:
-            entry = bytes([0xE0 | (n >> 8), n & 0xFF]) + m
-        else:
-            entry = b"\xf0" + n.to_bytes(4, "little") + m
-        body += entry + _backlen(len(entry))
-        count += 1
-    total = 6 + len(body) + 1
-    return total.to_bytes(4, "little") + min(count, 65535).to_bytes(2, "little") + bytes(body) + b"\xff"
+    """The set's listpack as Valkey holds it: members in insertion order,
+    integer-looking ones integer-encoded (lpAppend)."""
+    members = list(members)
+    return blob(b"".join(enc_str(m) for m in members), len(members))
 
 
 def _rdb_save(v: SetValue) -> tuple[int, bytes]:

@@ -24,6 +24,8 @@ from ..protocol.rdbformat import (
     parse_score,
     ziplist_entries,
 )
+from ..util.floats import format_double
+from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 from .zset import ZSet
 
@@ -51,6 +53,11 @@ def _digest(v: ZSet) -> bytes:
 
 
 def _rdb_save(v: ZSet) -> tuple[int, bytes]:
+    """A listpack sorted set as Valkey writes it (members and scores, lowest
+    first, a score as its shortest text); a skiplist member by member."""
+    if not v.big:
+        body = b"".join(enc_str(m) + enc_str(format_double(s)) for s, m in v.index)
+        return T_ZSET_LISTPACK, encode_string(blob(body, 2 * len(v)))
     parts = [encode_len(len(v))]
     # Highest first, as Valkey writes a skiplist: a loader inserting at
     # the head then builds the list in order.

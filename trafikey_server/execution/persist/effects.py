@@ -286,6 +286,9 @@ RULES: dict[bytes, Rule] = {
     b"setbit": _nothing,
     b"bitfield": _nothing,
     b"bitop": _nothing,
+    b"restore": _nothing,  # logs itself: an absolute TTL, or the deletion (commands/dump.py)
+    b"restore-asking": _nothing,
+    b"migrate": _nothing,  # logs the DEL of what the target took (commands/migrate.py)
     b"cluster|flushslot": _nothing,
 }
 

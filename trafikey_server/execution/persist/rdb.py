@@ -3,8 +3,10 @@
 Files are written as ``REDIS0011``, the newest version that both Valkey 9
 (whose own files are ``VALKEY080``) and Redis 7.2 read, with only the plain
 encodings: strings (integer-encoded when they are small canonical integers,
-otherwise raw, never LZF-compressed), hashes as ``RDB_TYPE_HASH``, sorted
-sets as ``RDB_TYPE_ZSET_2`` (binary doubles), expiry in milliseconds,
+otherwise raw, never LZF-compressed), each value in the form Valkey writes
+for its encoding (listpacks, intsets, quicklist nodes; hashtable hashes as
+``RDB_TYPE_HASH``, skiplist sorted sets as ``RDB_TYPE_ZSET_2`` with binary
+doubles), the same bytes a DUMP payload carries, expiry in milliseconds,
 SELECTDB / RESIZEDB and the usual aux fields, closed by the CRC-64 of the
 whole file. The reader decides each value's encoding the way Valkey does
 while loading, so OBJECT ENCODING answers alike after a restart. A value's

@@ -1,0 +1,148 @@
+"""DUMP and RESTORE: one value in Valkey's serialized form.
+
+A payload is the value's RDB type byte and encoding (what the value's
+``ValueType.rdb_save`` writes, strings LZF-compressed as Valkey does under
+``rdbcompression yes``), then the RDB version as two little-endian bytes
+(80, Valkey 9's), then the CRC-64 of all that, little-endian. So a DUMP
+from this server restores on Valkey and the other way round, and for the
+encodings Valkey writes deterministically the bytes are the same.
+
+RESTORE checks in Valkey's order: options, the key's absence (unless
+REPLACE), the TTL, the footer (version and checksum), then the value. The
+value is read from the whole payload, footer included, as Valkey reads it,
+so a payload whose value runs into its own footer loads as Valkey's does.
+A TTL already past deletes the replaced key (or creates nothing) and is
+logged as that deletion; a relative TTL is logged as an absolute one with
+ABSTTL, as Valkey propagates it.
+
+IDLETIME and FREQ are checked and accepted; the server keeps no access
+clock or LFU counter per key (see ``keys.py``), so they change nothing it
+reports afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..protocol.args import word
+from ..protocol.rdbformat import RdbError, Reader, compressing
+from ..protocol.resp import OK, bulk
+from ..util.crc64 import crc64
+from ..util.errors import CommandError, syntax
+from ..util.parsing import parse_int
+from ..values.registry import BY_CLASS, BY_RDB_TYPE
+from ..values.string import before_expire
+
+if TYPE_CHECKING:
+    from ..services.client import Client
+
+# The version DUMP writes (Valkey 9's RDB_VERSION); RESTORE refuses newer
+# ones and, under rdb-version-check strict, the range other servers use.
+DUMP_VERSION = 80
+_FOREIGN = range(12, 80)
+
+_BAD_FOOTER = b"ERR DUMP payload version or checksum are wrong"
+_BAD_DATA = b"ERR Bad data format"
+_BUSY = b"BUSYKEY Target key name already exists."
+
+
+def payload(server: object, value: object) -> bytes:
+    """The DUMP payload of a stored value."""
+    vt = BY_CLASS[type(value)]
+    with compressing(bool(server.config.values.get("rdbcompression", True))):  # type: ignore[attr-defined]
+        t, body = vt.rdb_save(value)
+    out = bytes((t,)) + body + DUMP_VERSION.to_bytes(2, "little")
+    return out + crc64(out).to_bytes(8, "little")
+
+
+def dump(c: Client, argv: list[bytes]) -> bytes:
+    db = c.db
+    v = db.get(argv[1])
+    if v is None:
+        if db.events:
+            db.events.emit(db, b"keymiss", argv[1])
+        return c.r.null
+    return bulk(payload(c.server, v))
+
+
+def _footer_ok(c: Client, p: bytes) -> bool:
+    if len(p) < 10:
+        return False
+    version = p[-10] | (p[-9] << 8)
+    if c.server.config.values.get("rdb-version-check", "strict") == "strict" and (
+            version > DUMP_VERSION or version in _FOREIGN):
+        return False
+    return crc64(memoryview(p)[:-8]) == int.from_bytes(p[-8:], "little")
+
+
+def restore(c: Client, argv: list[bytes]) -> bytes:
+    replace = absttl = False
+    idle = freq = -1
+    n = len(argv)
+    j = 4
+    while j < n:
+        opt = word(argv[j])
+        more = j + 1 < n
+        if opt == b"replace":
+            replace = True
+        elif opt == b"absttl":
+            absttl = True
+        elif opt == b"idletime" and more and freq == -1:
+            idle = parse_int(argv[j + 1])
+            if idle < 0:
+                raise CommandError(b"ERR Invalid IDLETIME value, must be >= 0")
+            j += 1
+        elif opt == b"freq" and more and idle == -1:
+            freq = parse_int(argv[j + 1])
+            if freq < 0 or freq > 255:
+                raise CommandError(b"ERR Invalid FREQ value, must be >= 0 and <= 255")
+            j += 1
+        else:
+            raise syntax()
+        j += 1
+    db = c.db
+    key = argv[1]
+    if not replace and db.get(key) is not None:
+        raise CommandError(_BUSY)
+    ttl = parse_int(argv[2])
+    if ttl < 0:
+        raise CommandError(b"ERR Invalid TTL value, must be >= 0")
+    p = argv[3]
+    if not _footer_ok(c, p):
+        raise CommandError(_BAD_FOOTER)
+    r = Reader(p)
+    try:
+        vt = BY_RDB_TYPE.get(r.byte())
+        value = None if vt is None else vt.rdb_load(r, p[0], key, c.server, False)
+    except (RdbError, IndexError, ValueError, OverflowError):
+        value = None
+    if value is None:
+        raise CommandError(_BAD_DATA)
+    deleted = db.delete(key) if replace else False
+    now = db.clock.ms()
+    if ttl and not absttl:
+        ttl += now
+    aof = c.server.aof
+    if ttl and ttl <= now:
+        if deleted:
+            if db.events:
+                db.events.emit(db, b"del", key)
+            if aof is not None:
+                unlink = c.server.config.values["lazyfree-lazy-server-del"]
+                aof.add(db.id, [[b"UNLINK" if unlink else b"DEL", key]])
+        else:
+            c.server.dirty -= 1  # nothing changed: nothing to log
+        return OK
+    db.add(key, value)
+    if ttl:
+        before_expire(db, key)
+        db.set_expire(key, ttl)
+    if db.events:
+        db.events.emit(db, b"restore", key)
+    if aof is not None:
+        logged = list(argv)
+        if ttl and not absttl:
+            logged[2] = b"%d" % ttl
+            logged.append(b"ABSTTL")
+        aof.add(db.id, [logged])
+    return OK
