@@ -103,6 +103,36 @@ def _getex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return NOTHING if when is None else [[b"PEXPIREAT", key, b"%d" % when]]
 
 
+def _delifeq(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if reply == _ZERO else [[b"DEL", argv[1]]]
+
+
+_EXPIRE_WORDS = (b"ex", b"px", b"exat", b"pxat")
+
+
+def _msetex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """As sent, but with the expire that took effect (the last one named)
+    as PXAT and its absolute time, unless it was PXAT already."""
+    if reply == _ZERO:
+        return NOTHING
+    j = 2 + 2 * int(argv[1])
+    at = 0
+    while j < len(argv):
+        if word(argv[j]) in _EXPIRE_WORDS:
+            at = j
+            j += 1
+        j += 1
+    if not at or word(argv[at]) == b"pxat":
+        return [argv]
+    when = c.db.expires.get(argv[2])
+    if when is None:  # pragma: no cover - an expire was given to every key
+        return [argv]
+    out = list(argv)
+    out[at] = b"PXAT"
+    out[at + 1] = b"%d" % when
+    return [out]
+
+
 def _incrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     v = c.db.data[argv[1]]
     return [[b"SET", argv[1], bytes(v), b"KEEPTTL"]]
@@ -222,6 +252,8 @@ RULES: dict[bytes, Rule] = {
     b"getset": _state,
     b"getdel": _getdel,
     b"getex": _getex,
+    b"msetex": _msetex,
+    b"delifeq": _delifeq,
     b"incrbyfloat": _incrbyfloat,
     b"msetnx": _unless_zero,
     b"del": _unless_zero,
