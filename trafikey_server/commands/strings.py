@@ -325,12 +325,8 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
 
 def delifeq(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
-    v = db.get_string(argv[1])
-    if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", argv[1])
-        return ZERO
-    if v != argv[2]:
+    v = db.get_string(argv[1])  # a write's lookup: no keymiss event
+    if v is None or v != argv[2]:
         return ZERO
     db.delete(argv[1])
     if db.events:
