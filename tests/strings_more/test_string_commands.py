@@ -226,3 +226,41 @@ def test_watch(pair: Pair, write: tuple, touches: bool) -> None:
     finally:
         other_v.close()
         other_t.close()
+
+
+# -- keys and encodings -----------------------------------------------------------------
+
+GETKEYS: list[tuple] = [
+    ("COMMAND", "GETKEYS", "MSETEX", "2", "a", "1", "b", "2", "EX", "10"),
+    ("COMMAND", "GETKEYS", "MSETEX", "1", "a", "1"), ("COMMAND", "GETKEYS", "MSETEX", "2", "a", "1", "b"),
+    ("COMMAND", "GETKEYS", "MSETEX", "3", "a", "1", "b", "2"), ("COMMAND", "GETKEYS", "MSETEX", "0", "a", "1"),
+    ("COMMAND", "GETKEYS", "MSETEX", "x", "a", "1"), ("COMMAND", "GETKEYSANDFLAGS", "MSETEX", "2", "a", "1", "b", "2"),
+    ("COMMAND", "GETKEYSANDFLAGS", "DELIFEQ", "a", "b"), ("COMMAND", "GETKEYSANDFLAGS", "LCS", "a", "b", "IDX"),
+    ("COMMAND", "GETKEYS", "SUBSTR", "a", "0", "1"), ("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "2", "a", "b"),
+    ("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "3", "a", "b"),
+    ("COMMAND", "INFO", "LCS", "SUBSTR", "MSETEX", "DELIFEQ"), ("COMMAND", "DOCS", "MSETEX", "DELIFEQ"),
+]
+
+
+def test_keys_of_the_new_commands(pair23: Pair) -> None:
+    """MSETEX's keys are every other argument after numkeys (its key spec
+    steps by two)."""
+    for step in GETKEYS:
+        pair23.check(*step)
+
+
+LONG_KEY = "k" * 110
+ENCODINGS: list[tuple] = [
+    ("MSETEX", "1", LONG_KEY, "v", "EX", "100"), ("OBJECT", "ENCODING", LONG_KEY),
+    ("MSETEX", "1", "x", "v" * 110, "EX", "100"), ("OBJECT", "ENCODING", "x"),
+    ("MSETEX", "1", "x", "v" * 106, "KEEPTTL"), ("OBJECT", "ENCODING", "x"),
+    ("MSETEX", "1", "x", "v" * 104, "EX", "100"), ("OBJECT", "ENCODING", "x"),
+    ("MSETEX", "1", "y", "v" * 104, "EX", "100"), ("OBJECT", "ENCODING", "y"),
+    ("MSETEX", "1", "y", "v" * 112), ("OBJECT", "ENCODING", "y"),
+    ("MSETEX", "2", "n", "123", "m", "12.5", "EX", "100"), ("OBJECT", "ENCODING", "n"), ("OBJECT", "ENCODING", "m"),
+    ("MSETEX", "1", "n", "123", "KEEPTTL"), ("OBJECT", "ENCODING", "n"), ("LCS", "n", "m"), ("OBJECT", "ENCODING", "n"),
+]
+
+
+def test_msetex_encodings(pair: Pair) -> None:
+    check_steps(pair, ENCODINGS)
