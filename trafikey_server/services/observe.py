@@ -8,6 +8,11 @@ threshold anyone asked for: ``commandlog-execution-slower-than`` (alias
 ``latency-monitor-threshold`` in microseconds when it is set, and 0 while
 a client is in MONITOR mode. With all three idle it is larger than any
 duration, so a command pays one attribute read and one comparison.
+
+The slow log is the ``slow`` type of COMMANDLOG (SLOWLOG reads the same
+``CommandLog``). Its ``large-request`` and ``large-reply`` logs exist and
+can be read and reset, but nothing fills them: that would mean measuring
+every request and reply on the per-command path.
 """
 
 from __future__ import annotations
