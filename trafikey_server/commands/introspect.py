@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..protocol.resp import OK, array, bulk, bulks, integer
+from ..services.observe import CommandLog
 from ..util.errors import CommandError, syntax
 from ..util.memory import STARTUP_RSS as _STARTUP_RSS
 from ..util.memory import peak as _peak
@@ -82,27 +83,80 @@ def slowlog_reset(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
+def _log_entries(log: CommandLog, count: int) -> bytes:
+    if count == -1:
+        count = len(log)
+    entries = []
+    for i, (eid, when, measure, args, peer, name) in enumerate(log.entries):
+        if i >= count:
+            break
+        entries.append(array([integer(eid), integer(when), integer(measure), bulks(args), bulk(peer), bulk(name)]))
+    return array(entries)
+
+
+def _log_count(arg: bytes) -> int:
+    n = to_int(arg)
+    if n is None or n < -1:
+        raise CommandError(b"ERR count should be greater than or equal to -1")
+    return n
+
+
 def slowlog_get(c: Client, argv: list[bytes]) -> bytes:
-    log = c.server.observer.slowlog
-    count = 10
     if len(argv) > 3:
         raise CommandError(b"ERR unknown subcommand or wrong number of arguments for '%s'. Try SLOWLOG HELP."
                            % argv[1])
-    if len(argv) == 3:
-        n = to_int(argv[2])
-        if n is None or n < -1:
-            raise CommandError(b"ERR count should be greater than or equal to -1")
-        count = n
-        if count < -1:
-            raise CommandError(b"ERR count should be greater than or equal to -1")
-        if count == -1:
-            count = len(log)
-    entries = []
-    for i, (eid, when, usec, args, peer, name) in enumerate(log):
-        if i >= count:
-            break
-        entries.append(array([integer(eid), integer(when), integer(usec), bulks(args), bulk(peer), bulk(name)]))
-    return array(entries)
+    return _log_entries(c.server.observer.slowlog, _log_count(argv[2]) if len(argv) == 3 else 10)
+
+
+# -- COMMANDLOG -------------------------------------------------------------------------
+
+_COMMANDLOG_HELP = _help([
+    b"COMMANDLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"GET <count> <type>",
+    b"    Return top <count> entries of the specified <type> from the commandlog (-1 mean all).",
+    b"    Entries are made of:",
+    b"    id, timestamp,",
+    b"        time in microseconds for type of slow,",
+    b"        or size in bytes for type of large-request,",
+    b"        or size in bytes for type of large-reply",
+    b"    arguments array, client IP and port,",
+    b"    client name",
+    b"LEN <type>",
+    b"    Return the length of the specified type of commandlog.",
+    b"RESET <type>",
+    b"    Reset the specified type of commandlog.",
+    b"HELP",
+    b"    Print this help.",
+])
+
+
+def _log_of(c: Client, arg: bytes) -> CommandLog:
+    log = c.server.observer.logs.get(arg.lower())
+    if log is None:
+        raise CommandError(b"ERR type should be one of the following: slow, large-request, large-reply")
+    return log
+
+
+def commandlog(c: Client, argv: list[bytes]) -> bytes:
+    raise _container(b"COMMANDLOG")
+
+
+def commandlog_help(c: Client, argv: list[bytes]) -> bytes:
+    return _COMMANDLOG_HELP
+
+
+def commandlog_get(c: Client, argv: list[bytes]) -> bytes:
+    count = _log_count(argv[2])  # the count is read before the type
+    return _log_entries(_log_of(c, argv[3]), count)
+
+
+def commandlog_len(c: Client, argv: list[bytes]) -> bytes:
+    return integer(len(_log_of(c, argv[2])))
+
+
+def commandlog_reset(c: Client, argv: list[bytes]) -> bytes:
+    _log_of(c, argv[2]).clear()
+    return OK
 
 
 # -- LATENCY ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ..util.parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
 from ..values.string import (
     _SURELY_EMBSTR,
     FLOAT_INTS,
+    LcsTable,
     _add,
     _mark_float_int,
     _overwrite_ttl,
@@ -23,6 +24,7 @@ from ..values.string import (
     before_expire,
     forget_float_int,
     is_int_text,
+    lcs_walk,
     stored,
 )
 
@@ -241,6 +243,71 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
+_INT_MAX = (1 << 31) - 1
+
+
+def _msetex_args(argv: list[bytes]) -> tuple[int, int, int, bytes | None]:
+    """MSETEX numkeys key value ... [NX|XX] [EX|PX|EXAT|PXAT s|KEEPTTL]:
+    the key count, the flags, where the expire argument is (0: none) and
+    the argument. An option may repeat; a conflicting one is a syntax
+    error, and so is a missing value or a trailing word."""
+    n = to_int(argv[1])
+    if n is None or n <= 0 or n > _INT_MAX:
+        raise CommandError(b"ERR invalid numkeys value or out of range")
+    if n > (len(argv) - 2) // 2:
+        raise syntax()
+    flags = 0
+    at = 0
+    j = 2 + 2 * n
+    while j < len(argv):
+        opt = option(argv[j])
+        bit = _EXPIRE_BITS.get(opt)
+        if bit is not None:
+            if j + 1 >= len(argv) or flags & (_KEEPTTL | (_ANY_EXPIRE & ~bit)):
+                raise syntax()
+            flags |= bit
+            at = j + 1
+            j += 1
+        elif opt == b"nx" and not flags & _XX:
+            flags |= _NX
+        elif opt == b"xx" and not flags & _NX:
+            flags |= _XX
+        elif opt == b"keepttl" and not flags & _ANY_EXPIRE:
+            flags |= _KEEPTTL
+        else:
+            raise syntax()
+        j += 1
+    return n, flags, at, argv[at] if at else None
+
+
+def msetex(c: Client, argv: list[bytes]) -> bytes:
+    """Sets every pair or none (NX: none of the keys may exist, XX: all
+    must), giving each the same expire. An expire already past is stored
+    as it is, left for expiry to remove, as Valkey 9.1 does."""
+    n, flags, _, expire_arg = _msetex_args(argv)
+    when = _flags_expire_ms(c, flags, expire_arg, b"msetex") if expire_arg is not None else None
+    db = c.db
+    keys = argv[2 : 2 + 2 * n : 2]
+    if flags & _NX:
+        if any(db.get(k) is not None for k in keys):
+            return ZERO
+    elif flags & _XX:
+        if not all(db.get(k) is not None for k in keys):
+            return ZERO
+    keep = bool(flags & _KEEPTTL) or when is not None
+    for i in range(2, 2 + 2 * n, 2):
+        key = argv[i]
+        _put(db, key, argv[i + 1], keep_ttl=keep)
+        if db.events:
+            db.events.emit(db, b"set", key)
+        if when is not None:
+            before_expire(db, key)
+            db.set_expire(key, when)
+            if db.events:
+                db.events.emit(db, b"expire", key)
+    return ONE
+
+
 def msetnx(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) % 2 == 0:
         raise _wrong_mset(argv)
@@ -253,6 +320,17 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
         _put(db, argv[i], argv[i + 1])
         if db.events:
             db.events.emit(db, b"set", argv[i])
+    return ONE
+
+
+def delifeq(c: Client, argv: list[bytes]) -> bytes:
+    db = c.db
+    v = db.get_string(argv[1])  # a write's lookup: no keymiss event
+    if v is None or v != argv[2]:
+        return ZERO
+    db.delete(argv[1])
+    if db.events:
+        db.events.emit(db, b"del", argv[1])
     return ONE
 
 
@@ -378,6 +456,10 @@ def getrange(c: Client, argv: list[bytes]) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(part), part)
 
 
+def substr(c: Client, argv: list[bytes]) -> bytes:
+    return getrange(c, argv)
+
+
 def setrange(c: Client, argv: list[bytes]) -> bytes:
     offset = parse_int(argv[2])
     if offset < 0:
@@ -469,3 +551,69 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     if db.events:
         db.events.emit(db, b"incrbyfloat", key)
     return b"$%d\r\n%s\r\n" % (len(text), text)
+
+
+# -- LCS --------------------------------------------------------------------------------
+
+_LCS_TYPES = b"ERR The specified keys must contain string values"
+_LCS_BOTH = b"ERR If you want both the length and indexes, please just use IDX."
+_LCS_LONG = b"ERR String too long for LCS"
+_LCS_MEMORY = b"ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+_UINT32_MAX = (1 << 32) - 1
+
+
+def lcs(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey reads both keys (a missing one is the empty string), then the
+    options; its limit on the table's size (4 bytes a cell, up to
+    proto-max-bulk-len) is kept so the same requests are refused."""
+    db = c.db
+    va = db.get(argv[1])
+    if va is None and db.events:
+        db.events.emit(db, b"keymiss", argv[1])
+    vb = db.get(argv[2])
+    if vb is None and db.events:
+        db.events.emit(db, b"keymiss", argv[2])
+    if (va is not None and type(va) is not bytes and type(va) is not bytearray) or (
+            vb is not None and type(vb) is not bytes and type(vb) is not bytearray):
+        raise CommandError(_LCS_TYPES)
+    a: bytes | bytearray = va if va is not None else b""
+    b: bytes | bytearray = vb if vb is not None else b""
+    getlen = getidx = withmatchlen = False
+    minmatchlen = 0
+    j = 3
+    n = len(argv)
+    while j < n:
+        opt = option(argv[j])
+        if opt == b"idx":
+            getidx = True
+        elif opt == b"len":
+            getlen = True
+        elif opt == b"withmatchlen":
+            withmatchlen = True
+        elif opt == b"minmatchlen" and j + 1 < n:
+            minmatchlen = max(parse_int(argv[j + 1]), 0)
+            j += 1
+        else:
+            raise syntax()
+        j += 1
+    if getlen and getidx:
+        raise CommandError(_LCS_BOTH)
+    if len(a) >= _UINT32_MAX - 1 or len(b) >= _UINT32_MAX - 1:
+        raise CommandError(_LCS_LONG)
+    if (len(a) + 1) * (len(b) + 1) * 4 > c.server.config.proto_max_bulk_len:
+        raise CommandError(_LCS_MEMORY)
+    table = LcsTable(a, b, keep_rows=not getlen)
+    if getlen:
+        return integer(table.length(len(b)))
+    common, ranges = lcs_walk(a, b, table, minmatchlen)
+    if not getidx:
+        return b"$%d\r\n%s\r\n" % (len(common), common)
+    items = []
+    for a_start, a_end, b_start, b_end in ranges:
+        part = b"*2\r\n:%d\r\n:%d\r\n*2\r\n:%d\r\n:%d\r\n" % (a_start, a_end, b_start, b_end)
+        if withmatchlen:
+            items.append(b"*3\r\n" + part + integer(a_end - a_start + 1))
+        else:
+            items.append(b"*2\r\n" + part)
+    return b"".join((c.r.map_header(2), b"$7\r\nmatches\r\n", array_header(len(items)), *items,
+                     b"$3\r\nlen\r\n", integer(len(common))))

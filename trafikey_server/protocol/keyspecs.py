@@ -178,7 +178,8 @@ def _spec_range(spec: dict[str, Any], argv: Sequence[bytes]) -> tuple[int, int, 
         if numkeys is None or numkeys < 0:
             return None
         first += int(s.get("firstkey", 1))
-        last = first + numkeys - 1
+        # Valkey 9.1 steps over the keynum keys (MSETEX: key value pairs).
+        last = first + (numkeys - 1) * max(step, 1)
     else:
         return None
     if last >= argc or last < first or first >= argc:

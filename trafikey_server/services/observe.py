@@ -8,6 +8,11 @@ threshold anyone asked for: ``commandlog-execution-slower-than`` (alias
 ``latency-monitor-threshold`` in microseconds when it is set, and 0 while
 a client is in MONITOR mode. With all three idle it is larger than any
 duration, so a command pays one attribute read and one comparison.
+
+The slow log is the ``slow`` type of COMMANDLOG (SLOWLOG reads the same
+``CommandLog``). Its ``large-request`` and ``large-reply`` logs exist and
+can be read and reset, but nothing fills them: that would mean measuring
+every request and reply on the per-command path.
 """
 
 from __future__ import annotations
@@ -79,16 +84,64 @@ class LatencySeries:
         self.samples.append([now, ms])
 
 
+Entry = tuple[int, int, int, list[bytes], bytes, bytes]
+
+
+class CommandLog:
+    """One of Valkey 9's command logs (slow, large-request, large-reply):
+    newest first, as Valkey's list, each entry (id, time, the measure
+    (microseconds or bytes), argv, peer, name), with ids of its own."""
+
+    __slots__ = ("entries", "next_id", "max_len")
+
+    def __init__(self) -> None:
+        self.entries: deque[Entry] = deque()
+        self.next_id = 0
+        self.max_len = 128
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def trim(self) -> None:
+        while len(self.entries) > self.max_len:
+            self.entries.pop()
+
+    def add(self, c: Client, cmd: Command, argv: list[bytes], measure: int) -> None:
+        argv = redact(cmd, argv)
+        n = len(argv)
+        shown: list[bytes] = []
+        for i, a in enumerate(argv[:SLOWLOG_MAX_ARGC]):
+            if n > SLOWLOG_MAX_ARGC and i == SLOWLOG_MAX_ARGC - 1:
+                shown.append(b"... (%d more arguments)" % (n - SLOWLOG_MAX_ARGC + 1))
+            elif len(a) > SLOWLOG_MAX_STRING:
+                shown.append(a[:SLOWLOG_MAX_STRING] + b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_STRING))
+            else:
+                shown.append(a)
+        self.entries.appendleft((self.next_id, int(time.time()), measure, shown, c.addr.encode(), c.name))
+        self.next_id += 1
+        self.trim()
+
+
+# The types COMMANDLOG names, with the config of each one's length.
+LOG_TYPES = {
+    b"slow": "commandlog-slow-execution-max-len",
+    b"large-request": "commandlog-large-request-max-len",
+    b"large-reply": "commandlog-large-reply-max-len",
+}
+
+
 class Observer:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.monitors: list[Client] = []
-        # Newest first, as Valkey's list: (id, time, duration, argv, peer, name).
-        self.slowlog: deque[tuple[int, int, int, list[bytes], bytes, bytes]] = deque()
-        self.slowlog_next_id = 0
+        # SLOWLOG is COMMANDLOG's slow type.
+        self.logs = {t: CommandLog() for t in LOG_TYPES}
+        self.slowlog = self.logs[b"slow"]
         self.latency: dict[str, LatencySeries] = {}
         self.slower_than = NEVER
-        self.slowlog_max = 128
         self.latency_us = NEVER
         self.refresh()
 
@@ -97,10 +150,11 @@ class Observer:
         the smallest one where dispatch looks for it."""
         v = self.server.config.values
         slower = v.get("commandlog-execution-slower-than", 10000)
-        self.slowlog_max = v.get("commandlog-slow-execution-max-len", 128)
-        self.slower_than = slower if slower >= 0 and self.slowlog_max > 0 else NEVER
-        while len(self.slowlog) > self.slowlog_max:
-            self.slowlog.pop()
+        for t, name in LOG_TYPES.items():
+            log = self.logs[t]
+            log.max_len = v.get(name, 128)
+            log.trim()
+        self.slower_than = slower if slower >= 0 and self.slowlog.max_len > 0 else NEVER
         lat = v.get("latency-monitor-threshold", 0)
         self.latency_us = lat * 1000 if lat > 0 else NEVER
         floor = 0 if self.monitors else NEVER
@@ -156,18 +210,4 @@ class Observer:
             caller = getattr(run, "caller", None) if run is not None else None
             if caller is not None:
                 c = caller
-        argv = redact(cmd, argv)
-        n = len(argv)
-        shown: list[bytes] = []
-        for i, a in enumerate(argv[:SLOWLOG_MAX_ARGC]):
-            if n > SLOWLOG_MAX_ARGC and i == SLOWLOG_MAX_ARGC - 1:
-                shown.append(b"... (%d more arguments)" % (n - SLOWLOG_MAX_ARGC + 1))
-            elif len(a) > SLOWLOG_MAX_STRING:
-                shown.append(a[:SLOWLOG_MAX_STRING] + b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_STRING))
-            else:
-                shown.append(a)
-        entry = (self.slowlog_next_id, int(time.time()), usec, shown, c.addr.encode(), c.name)
-        self.slowlog_next_id += 1
-        self.slowlog.appendleft(entry)
-        while len(self.slowlog) > self.slowlog_max:
-            self.slowlog.pop()
+        self.slowlog.add(c, cmd, argv, usec)

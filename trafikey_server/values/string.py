@@ -214,3 +214,99 @@ STRING = ValueType(
     rdb_load=_rdb_load,
     aof_rewrite=_aof_rewrite,
 )
+
+
+# -- LCS ---------------------------------------------------------------------------
+
+_ZEROS = bytes(0x30 for _ in range(256))
+
+
+def _match_masks(a: bytes | bytearray, b: bytes | bytearray) -> dict[int, int]:
+    """For each byte value of a, the positions of b that hold it, as an int
+    whose bit j stands for b[j] (built per byte value with translate, O(m)
+    each, rather than bit by bit)."""
+    masks: dict[int, int] = {}
+    rb = bytes(b[::-1])
+    for ch in frozenset(a):
+        table = bytearray(_ZEROS)
+        table[ch] = 0x31
+        masks[ch] = int(rb.translate(table), 2) if rb else 0
+    return masks
+
+
+class LcsTable:
+    """Valkey's LCS table (lcsCommand: LCS(i, j), the length of the longest
+    common subsequence of a[:i] and b[:j]) kept as one m-bit row per i, with
+    the bit-parallel recurrence of Hyyrö: in row i, a zero bit at j marks
+    where LCS(i, j + 1) grows over LCS(i, j), so LCS(i, j) is j minus the
+    ones among the low j bits. That is (n + 1) * m bits instead of Valkey's
+    (n + 1) * (m + 1) 32-bit cells, and each row costs a few big-int
+    operations instead of m Python steps."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, a: bytes | bytearray, b: bytes | bytearray, keep_rows: bool) -> None:
+        m = len(b)
+        full = (1 << m) - 1
+        masks = _match_masks(a, b)
+        v = full
+        rows = [v] if keep_rows else []
+        for ch in a:
+            u = v & masks[ch]
+            v = ((v + u) | (v - u)) & full
+            if keep_rows:
+                rows.append(v)
+        if not keep_rows:
+            rows.append(v)
+        self.rows = rows
+
+    def at(self, i: int, j: int) -> int:
+        return j - (self.rows[i] & ((1 << j) - 1)).bit_count()
+
+    def length(self, m: int) -> int:
+        return m - self.rows[-1].bit_count()
+
+
+def lcs_walk(a: bytes | bytearray, b: bytes | bytearray, table: LcsTable,
+             minmatchlen: int) -> tuple[bytes, list[tuple[int, int, int, int]]]:
+    """The common subsequence and its matching ranges, walked back from the
+    end the way Valkey walks its table: on a mismatch it steps in a when
+    that keeps a longer LCS, in b otherwise, and a range closes at each
+    mismatch or when it reaches the start of either string. Ranges shorter
+    than minmatchlen (if non-zero) are left out."""
+    alen = len(a)
+    i, j = alen, len(b)
+    out = bytearray()
+    ranges: list[tuple[int, int, int, int]] = []
+    a_start = alen  # alen: no range open
+    a_end = b_start = b_end = 0
+    at = table.at
+    while i > 0 and j > 0:
+        emit = False
+        if a[i - 1] == b[j - 1]:
+            out.append(a[i - 1])
+            if a_start == alen:
+                a_start = a_end = i - 1
+                b_start = b_end = j - 1
+            elif a_start == i and b_start == j:
+                a_start -= 1
+                b_start -= 1
+            else:
+                emit = True
+            if a_start == 0 or b_start == 0:
+                emit = True
+            i -= 1
+            j -= 1
+        else:
+            if at(i - 1, j) > at(i, j - 1):
+                i -= 1
+            else:
+                j -= 1
+            if a_start != alen:
+                emit = True
+        if emit:
+            if minmatchlen == 0 or a_end - a_start + 1 >= minmatchlen:
+                ranges.append((a_start, a_end, b_start, b_end))
+            a_start = alen
+    out.reverse()
+    return bytes(out), ranges

@@ -103,6 +103,42 @@ def _getex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return NOTHING if when is None else [[b"PEXPIREAT", key, b"%d" % when]]
 
 
+def _delifeq(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return NOTHING if reply == _ZERO else [[b"DEL", argv[1]]]
+
+
+_EXPIRE_WORDS = (b"ex", b"px", b"exat", b"pxat")
+
+
+def _msetex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """As sent, but with the expire that took effect (the last one named)
+    as PXAT and its absolute time, unless it was PXAT already, as Valkey
+    logs it. When several expires were named Valkey rewrites only the last
+    and logs a request it then refuses to replay (EX 100 PXAT ...): the
+    others are left out here, so the log replays."""
+    if reply == _ZERO:
+        return NOTHING
+    j = start = 2 + 2 * int(argv[1])
+    at = []
+    while j < len(argv):
+        if word(argv[j]) in _EXPIRE_WORDS:
+            at.append(j)
+            j += 1
+        j += 1
+    if not at or (len(at) == 1 and word(argv[at[0]]) == b"pxat"):
+        return [argv]
+    when = c.db.expires.get(argv[2])
+    if when is None:  # pragma: no cover - an expire was given to every key
+        return [argv]
+    if len(at) == 1:
+        out = list(argv)
+        out[at[0]] = b"PXAT"
+        out[at[0] + 1] = b"%d" % when
+        return [out]
+    skip = {k for i in at for k in (i, i + 1)}
+    return [argv[:start] + [a for k, a in enumerate(argv[start:], start) if k not in skip] + [b"PXAT", b"%d" % when]]
+
+
 def _incrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     v = c.db.data[argv[1]]
     return [[b"SET", argv[1], bytes(v), b"KEEPTTL"]]
@@ -222,6 +258,8 @@ RULES: dict[bytes, Rule] = {
     b"getset": _state,
     b"getdel": _getdel,
     b"getex": _getex,
+    b"msetex": _msetex,
+    b"delifeq": _delifeq,
     b"incrbyfloat": _incrbyfloat,
     b"msetnx": _unless_zero,
     b"del": _unless_zero,
