@@ -65,6 +65,7 @@ KINDS: dict[bytes, int] = {
     b"rename_to": GENERIC, b"move_from": GENERIC, b"move_to": GENERIC, b"copy_to": GENERIC,
     b"restore": GENERIC,
     b"set": STRING, b"setrange": STRING, b"append": STRING, b"incrby": STRING, b"incrbyfloat": STRING,
+    b"pfadd": STRING,
     b"lpush": LIST, b"rpush": LIST, b"lpop": LIST, b"rpop": LIST, b"linsert": LIST, b"lset": LIST,
     b"lrem": LIST, b"ltrim": LIST, b"sortstore": LIST,
     b"hset": HASH, b"hdel": HASH, b"hincrby": HASH, b"hincrbyfloat": HASH,

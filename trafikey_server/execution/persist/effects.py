@@ -281,6 +281,8 @@ RULES: dict[bytes, Rule] = {
     b"smove": _unless_zero,
     b"spop": _spop,
     b"sort": _nothing,  # logs itself when STORE wrote (commands/sort.py)
+    b"pfadd": _unless_zero,
+    b"pfdebug": _nothing,  # logs itself when it turned a value dense (commands/hyperloglog.py)
     b"cluster|flushslot": _nothing,
 }
 

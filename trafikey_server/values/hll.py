@@ -1,0 +1,712 @@
+"""HyperLogLog values as Valkey lays them out, inside ordinary strings.
+
+An HLL is a string value (``bytes``, or ``bytearray`` once edited: Valkey
+edits a raw copy) holding Valkey's bytes, so GET, SET, DUMP and the RDB file
+carry it unchanged and a value made by either server counts the same on the
+other:
+
+- a 16-byte header: ``HYLL``, the encoding (0 dense, 1 sparse), three bytes
+  nobody reads (kept as found), and the cached cardinality, 64 bits little
+  endian, whose top bit marks the cache stale;
+- dense: 16384 registers of 6 bits packed from the low bit of each byte up
+  (12288 bytes), so four registers share three bytes;
+- sparse: run-length opcodes, ZERO ``00xxxxxx`` (1 to 64 zero registers),
+  XZERO ``01xxxxxx yyyyyyyy`` (1 to 16384) and VAL ``1vvvvvxx`` (1 to 4
+  registers of value 1 to 32).
+
+The sparse form is not canonical: which opcodes a register change leaves
+behind depends on the opcodes it found (Valkey splits one opcode, then
+merges equal neighbours in a window of five). Edits therefore replay
+Valkey's steps on a list of opcodes (``_Sparse``) rather than re-encoding
+the registers, and the list keeps each opcode's first register so the one
+covering a register is found by bisection: a PFADD of many elements costs
+a search and a small list splice per element, not a scan of the string.
+
+The cardinality is Ertl's improved estimator (arXiv:1702.01284) over the
+register histogram, in the same double-precision steps as Valkey's, so the
+integer it rounds to is the same. Dense registers are unpacked in bulk
+(``bytes.translate`` and big-integer ORs over the three byte lanes), never
+one attribute lookup per register.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_right
+from struct import Struct
+
+HDR = 16
+P = 14
+REGISTERS = 1 << P  # 16384
+Q = 64 - P
+DENSE_BYTES = REGISTERS * 6 // 8  # 12288
+DENSE_SIZE = HDR + DENSE_BYTES
+DENSE, SPARSE = 0, 1
+SPARSE_VAL_MAX = 32
+ALPHA_INF = 0.721347520444481703680  # 0.5 / ln(2)
+
+INVALID_MSG = b"INVALIDOBJ Corrupted HLL object detected"
+NOT_HLL_MSG = b"WRONGTYPE Key is not a valid HyperLogLog string value."
+
+_MASK64 = (1 << 64) - 1
+_M = 0xC6A4A7935BD1E995
+_SEED = 0xADC83B19
+_LLONG_MIN_U = 1 << 63  # what llroundl gives for an estimate past LLONG_MAX
+
+# -- hashing ------------------------------------------------------------------
+
+
+_WORDS: list[Struct] = []
+
+
+def _words(n: int) -> Struct:
+    while len(_WORDS) <= n:
+        _WORDS.append(Struct("<%dQ" % len(_WORDS)))
+    return _WORDS[n]
+
+
+def murmur64a(data: bytes, seed: int = _SEED) -> int:
+    """MurmurHash64A as Valkey computes it (endian-neutral: words read
+    little endian)."""
+    n = len(data)
+    m = _M
+    mask = _MASK64
+    h = (seed ^ (n * m)) & mask
+    nb = n >> 3
+    if nb:
+        for k in _words(nb).unpack_from(data):
+            k = (k * m) & mask
+            k ^= k >> 47
+            h = ((h ^ ((k * m) & mask)) * m) & mask
+    tail = n & 7
+    if tail:
+        h = ((h ^ int.from_bytes(data[n - tail:], "little")) * m) & mask
+    h ^= h >> 47
+    h = (h * m) & mask
+    return h ^ (h >> 47)
+
+
+def pat_len(ele: bytes) -> tuple[int, int]:
+    """hllPatLen: the register an element falls in, and the length of the
+    0...01 run after the index bits (1 to Q + 1)."""
+    h = murmur64a(ele)
+    x = (h >> P) | (1 << Q)
+    return h & (REGISTERS - 1), (x & -x).bit_length()
+
+
+def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
+    """pat_len of each element, with the hash inlined (the hot loop of a
+    large PFADD)."""
+    m = _M
+    mask = _MASK64
+    seed = _SEED
+    words = _WORDS
+    pmask = REGISTERS - 1
+    top = 1 << Q
+    out = []
+    append = out.append
+    for e in elements:
+        n = len(e)
+        h = (seed ^ (n * m)) & mask
+        nb = n >> 3
+        if nb:
+            st = words[nb] if nb < len(words) else _words(nb)
+            for k in st.unpack_from(e):
+                k = (k * m) & mask
+                k ^= k >> 47
+                h = ((h ^ ((k * m) & mask)) * m) & mask
+        tail = n & 7
+        if tail:
+            h = ((h ^ int.from_bytes(e[n - tail:], "little")) * m) & mask
+        h ^= h >> 47
+        h = (h * m) & mask
+        h ^= h >> 47
+        x = (h >> P) | top
+        append((h & pmask, (x & -x).bit_length()))
+    return out
+
+
+_words(8)
+
+# -- header and validity --------------------------------------------------------
+
+
+def is_hll(v: bytes | bytearray) -> bool:
+    """isHLLObjectOrReply's test of a string value."""
+    n = len(v)
+    if n < HDR or v[:4] != b"HYLL" or v[4] > SPARSE:
+        return False
+    return v[4] != DENSE or n == DENSE_SIZE
+
+
+def new_sparse() -> bytearray:
+    """createHLLObject: an empty sparse HLL (one XZERO of 16384)."""
+    return bytearray(b"HYLL\x01" + bytes(11) + b"\x7f\xff")
+
+
+def cached(v: bytes | bytearray) -> int | None:
+    """The cached cardinality, or None when marked stale."""
+    if v[15] & 0x80:
+        return None
+    return int.from_bytes(v[8:16], "little")
+
+
+def invalidate(v: bytearray) -> None:
+    v[15] |= 0x80
+
+
+def store_card(v: bytearray, card: int) -> None:
+    v[8:16] = card.to_bytes(8, "little")
+
+
+# -- dense registers in bulk ----------------------------------------------------
+
+_LOW6 = bytes(b & 63 for b in range(256))
+_SHR6 = bytes(b >> 6 for b in range(256))
+_SHR4 = bytes(b >> 4 for b in range(256))
+_SHR2 = bytes(b >> 2 for b in range(256))
+_LOW4_SHL2 = bytes((b & 15) << 2 for b in range(256))
+_LOW2_SHL4 = bytes((b & 3) << 4 for b in range(256))
+# The inverse: byte lanes built from 6-bit registers (values above 63 are
+# cut to their 6 bits, as the dense macros do).
+_R1_LOW2_SHL6 = bytes(((b & 3) << 6) for b in range(256))
+_R1_SHR2 = bytes((b & 63) >> 2 for b in range(256))
+_R2_LOW4_SHL4 = bytes(((b & 15) << 4) for b in range(256))
+_R2_SHR4 = bytes((b & 63) >> 4 for b in range(256))
+_R3_SHL2 = bytes(((b & 63) << 2) for b in range(256))
+
+
+def _or(a: bytes, b: bytes) -> bytes:
+    """Bytewise OR of equal-length strings whose set bits never meet."""
+    return (int.from_bytes(a, "little") | int.from_bytes(b, "little")).to_bytes(len(a), "little")
+
+
+def _lanes(dense: bytes | bytearray | memoryview) -> tuple[bytes, bytes, bytes, bytes]:
+    """The registers 4k, 4k+1, 4k+2 and 4k+3 of 12288 packed bytes, as four
+    strings of one byte per register."""
+    b0 = bytes(dense[0::3])
+    b1 = bytes(dense[1::3])
+    b2 = bytes(dense[2::3])
+    return (b0.translate(_LOW6), _or(b0.translate(_SHR6), b1.translate(_LOW4_SHL2)),
+            _or(b1.translate(_SHR4), b2.translate(_LOW2_SHL4)), b2.translate(_SHR2))
+
+
+def dense_to_raw(dense: bytes | bytearray | memoryview) -> bytearray:
+    """12288 packed bytes -> 16384 registers, one byte each."""
+    r0, r1, r2, r3 = _lanes(dense)
+    raw = bytearray(REGISTERS)
+    raw[0::4] = r0
+    raw[1::4] = r1
+    raw[2::4] = r2
+    raw[3::4] = r3
+    return raw
+
+
+def raw_to_dense(raw: bytes | bytearray) -> bytearray:
+    """16384 one-byte registers -> the 12288 packed bytes."""
+    r0 = bytes(raw[0::4])
+    r1 = bytes(raw[1::4])
+    r2 = bytes(raw[2::4])
+    r3 = bytes(raw[3::4])
+    out = bytearray(DENSE_BYTES)
+    out[0::3] = _or(r0.translate(_LOW6), r1.translate(_R1_LOW2_SHL6))
+    out[1::3] = _or(r1.translate(_R1_SHR2), r2.translate(_R2_LOW4_SHL4))
+    out[2::3] = _or(r2.translate(_R2_SHR4), r3.translate(_R3_SHL2))
+    return out
+
+
+def _dense_set(v: bytearray, index: int, count: int) -> bool:
+    """hllDenseSet on a whole value (header included): raise the register
+    to count if it is lower."""
+    pos = index * 6
+    at = HDR + (pos >> 3)
+    fb = pos & 7
+    b0 = v[at]
+    if fb <= 2:
+        if count > (b0 >> fb) & 63:
+            v[at] = (b0 & ~(63 << fb) & 0xFF) | (count << fb)
+            return True
+        return False
+    b1 = v[at + 1]
+    if count > ((b0 >> fb) | (b1 << (8 - fb))) & 63:
+        v[at] = (b0 & ((1 << fb) - 1)) | ((count << fb) & 0xFF)
+        v[at + 1] = (b1 & ~(63 >> (8 - fb)) & 0xFF) | (count >> (8 - fb))
+        return True
+    return False
+
+
+def _dense_get(v: bytes | bytearray, index: int) -> int:
+    pos = index * 6
+    at = HDR + (pos >> 3)
+    fb = pos & 7
+    if fb <= 2:
+        return (v[at] >> fb) & 63
+    return ((v[at] >> fb) | (v[at + 1] << (8 - fb))) & 63
+
+
+# -- sparse opcodes ---------------------------------------------------------------
+#
+# An opcode is kept as the integer its bytes spell: ZERO 0..63, VAL
+# 128..255, XZERO 0x4000..0x7fff (two bytes, big endian). Each form reads
+# back to the bytes it came from.
+
+
+def _zero(n: int) -> int:
+    """The opcode for a run of n zero registers, as a split writes it."""
+    return (0x4000 | (n - 1)) if n > 64 else n - 1
+
+
+def _val(value: int, n: int) -> int:
+    return 0x80 | ((value - 1) << 2) | (n - 1)
+
+
+def _span(op: int) -> int:
+    if op < 64:
+        return op + 1
+    if op < 256:
+        return (op & 3) + 1
+    return (op & 0x3FFF) + 1
+
+
+_OP_BYTES = [bytes((i,)) for i in range(256)]
+
+
+def _op_bytes(op: int) -> bytes:
+    return _OP_BYTES[op] if op < 256 else bytes((op >> 8, op & 0xFF))
+
+
+def _opcodes(v: bytes | bytearray) -> list[int]:
+    """The sparse opcodes after the header. An XZERO cut short by the end
+    of the string reads a zero second byte, as Valkey reads the string's
+    terminator."""
+    ops = []
+    append = ops.append
+    n = len(v)
+    i = HDR
+    while i < n:
+        b = v[i]
+        if 64 <= b < 128:
+            append((b << 8) | (v[i + 1] if i + 1 < n else 0))
+            i += 2
+        else:
+            append(b)
+            i += 1
+    return ops
+
+
+class _Sparse:
+    """A sparse HLL being edited: its opcodes, the first register each
+    covers, and the string's length (header included) as Valkey counts it
+    against hll-sparse-max-bytes."""
+
+    __slots__ = ("ops", "starts", "size")
+
+    def __init__(self, v: bytes | bytearray) -> None:
+        ops = _opcodes(v)
+        starts = []
+        first = 0
+        for op in ops:
+            starts.append(first)
+            first += _span(op)
+        self.ops = ops
+        self.starts = starts
+        self.size = len(v)
+
+    def set(self, index: int, count: int, max_bytes: int) -> int:
+        """hllSparseSet: 1 if the register rose, 0 if not, -1 if the
+        opcodes do not cover it, 2 if Valkey would promote the HLL to dense
+        instead (a value above 32, or a string that would outgrow
+        max_bytes); nothing is changed in the last two cases."""
+        if count > SPARSE_VAL_MAX:
+            return 2
+        ops = self.ops
+        starts = self.starts
+        i = bisect_right(starts, index) - 1
+        if i < 0:
+            return -1
+        op = ops[i]
+        first = starts[i]
+        span = _span(op)
+        if index > first + span - 1:
+            return -1
+        if op >= 128 and op < 256:  # VAL
+            cur = ((op >> 2) & 31) + 1
+            if cur >= count:
+                return 0
+            if span == 1:
+                ops[i] = _val(count, 1)
+                self._merge(i)
+                return 1
+        elif op < 64 and span == 1:  # ZERO of one register
+            ops[i] = _val(count, 1)
+            self._merge(i)
+            return 1
+        last = first + span - 1
+        seq = []
+        at = []
+        if op < 128 or op >= 256:  # ZERO or XZERO: zeros around the new value
+            if index != first:
+                seq.append(_zero(index - first))
+                at.append(first)
+            seq.append(_val(count, 1))
+            at.append(index)
+            if index != last:
+                seq.append(_zero(last - index))
+                at.append(index + 1)
+        else:
+            cur = ((op >> 2) & 31) + 1
+            if index != first:
+                seq.append(_val(cur, index - first))
+                at.append(first)
+            seq.append(_val(count, 1))
+            at.append(index)
+            if index != last:
+                seq.append(_val(cur, last - index))
+                at.append(index + 1)
+        delta = sum(2 if s >= 256 else 1 for s in seq) - (2 if op >= 256 else 1)
+        if delta > 0 and self.size + delta > max_bytes:
+            return 2
+        ops[i:i + 1] = seq
+        starts[i:i + 1] = at
+        self.size += delta
+        self._merge(i)
+        return 1
+
+    def _merge(self, i: int) -> None:
+        """Step 4 of hllSparseSet: from the opcode before the changed one,
+        five steps of merging equal adjacent VALs that fit one opcode."""
+        ops = self.ops
+        j = i - 1 if i > 0 else 0
+        left = 5
+        while j < len(ops) and left:
+            left -= 1
+            op = ops[j]
+            if op < 128 or op >= 256:
+                j += 1
+                continue
+            if j + 1 < len(ops):
+                nxt = ops[j + 1]
+                if 128 <= nxt < 256 and (op >> 2) & 31 == (nxt >> 2) & 31:
+                    n = (op & 3) + (nxt & 3) + 2
+                    if n <= 4:
+                        ops[j + 1] = _val(((op >> 2) & 31) + 1, n)
+                        del ops[j]
+                        del self.starts[j + 1]
+                        self.size -= 1
+                        continue
+            j += 1
+
+    def body(self) -> bytes:
+        return b"".join([_OP_BYTES[op] if op < 256 else _op_bytes(op) for op in self.ops])
+
+    def raw(self) -> bytearray | None:
+        """hllSparseToDense's reading of the opcodes: the registers one byte
+        each, or None if the opcodes do not cover exactly 16384 registers
+        (a VAL run past the end stops the reading)."""
+        raw = bytearray(REGISTERS)
+        idx = 0
+        for op in self.ops:
+            if op < 128 or op >= 256:
+                idx += _span(op)
+                continue
+            n = (op & 3) + 1
+            if idx + n > REGISTERS:
+                return None
+            raw[idx:idx + n] = _OP_BYTES[((op >> 2) & 31) + 1] * n
+            idx += n
+        return raw if idx == REGISTERS else None
+
+
+def _sparse_raw(v: bytes | bytearray) -> bytearray | None:
+    """The registers of a sparse value (None when corrupted), straight
+    from the bytes."""
+    raw = bytearray(REGISTERS)
+    n = len(v)
+    i = HDR
+    idx = 0
+    while i < n:
+        b = v[i]
+        if b < 64:
+            idx += b + 1
+            i += 1
+        elif b < 128:
+            idx += (((b & 63) << 8) | (v[i + 1] if i + 1 < n else 0)) + 1
+            i += 2
+        else:
+            run = (b & 3) + 1
+            if idx + run > REGISTERS:
+                return None
+            raw[idx:idx + run] = _OP_BYTES[((b >> 2) & 31) + 1] * run
+            idx += run
+            i += 1
+    return raw if idx == REGISTERS else None
+
+
+def _sparse_histogram(v: bytes | bytearray) -> list[int] | None:
+    """hllSparseRegHisto (None when the runs do not add up to 16384)."""
+    hist = [0] * 64
+    n = len(v)
+    i = HDR
+    idx = 0
+    zeros = 0
+    while i < n:
+        b = v[i]
+        if b < 64:
+            zeros += b + 1
+            i += 1
+        elif b < 128:
+            zeros += (((b & 63) << 8) | (v[i + 1] if i + 1 < n else 0)) + 1
+            i += 2
+        else:
+            run = (b & 3) + 1
+            hist[((b >> 2) & 31) + 1] += run
+            idx += run
+            i += 1
+    hist[0] = zeros
+    return hist if idx + zeros == REGISTERS else None
+
+
+# -- the estimator -----------------------------------------------------------------
+
+
+def _sigma(x: float) -> float:
+    if x == 1.0:
+        return math.inf
+    y = 1.0
+    z = x
+    while True:
+        x *= x
+        z_prev = z
+        z += x * y
+        y += y
+        if z_prev == z:
+            return z
+
+
+def _tau(x: float) -> float:
+    if x == 0.0 or x == 1.0:
+        return 0.0
+    y = 1.0
+    z = 1 - x
+    while True:
+        x = math.sqrt(x)
+        z_prev = z
+        y *= 0.5
+        z -= (1 - x) ** 2 * y
+        if z_prev == z:
+            return z / 3
+
+
+def estimate(hist: list[int]) -> int:
+    """hllCount's estimate from the register histogram, as the unsigned
+    64-bit integer Valkey stores (an estimate past 2**63, or undefined,
+    is llroundl's LLONG_MIN)."""
+    m = float(REGISTERS)
+    z = m * _tau((m - hist[Q + 1]) / m)
+    for j in range(Q, 0, -1):
+        z += hist[j]
+        z *= 0.5
+    z += m * _sigma(hist[0] / m)
+    if z == 0.0:
+        return _LLONG_MIN_U
+    e = ALPHA_INF * m * m / z
+    if e != e or e >= 9.223372036854775807e18:
+        return _LLONG_MIN_U
+    r = math.floor(e)
+    return int(r + 1 if e - r >= 0.5 else r)
+
+
+def raw_histogram(raw: bytes | bytearray) -> list[int]:
+    """The histogram of one-byte registers (only values up to Q + 1 count
+    in the estimate; counting stops once every register is seen)."""
+    hist = [0] * 64
+    seen = 0
+    for value in range(Q + 2):
+        k = raw.count(value)
+        hist[value] = k
+        seen += k
+        if seen == REGISTERS:
+            break
+    return hist
+
+
+def _dense_histogram(v: bytes | bytearray) -> list[int]:
+    return raw_histogram(b"".join(_lanes(memoryview(v)[HDR:])))
+
+
+def count(v: bytes | bytearray) -> int | None:
+    """hllCount of a valid HLL value; None for corrupted sparse opcodes."""
+    if v[4] == DENSE:
+        return estimate(_dense_histogram(v))
+    hist = _sparse_histogram(v)
+    return None if hist is None else estimate(hist)
+
+
+def registers(v: bytes | bytearray) -> bytearray | None:
+    """One byte per register of a valid HLL value (hllMerge's reading);
+    None for corrupted sparse opcodes."""
+    if v[4] == DENSE:
+        return dense_to_raw(memoryview(v)[HDR:])
+    return _sparse_raw(v)
+
+
+def max_into(acc: bytearray, raw: bytes | bytearray) -> bytearray:
+    """Registers of acc raised to those of raw, all at once: bytewise max
+    as big-integer arithmetic on byte lanes (every value is below 128)."""
+    a = int.from_bytes(acc, "little")
+    b = int.from_bytes(raw, "little")
+    high = _HIGH
+    ge = (((a | high) - b) & high) >> 7  # 1 in each lane where a >= b
+    keep = ge * 255
+    out = (a & keep) | (b & (keep ^ _ALL))
+    return bytearray(out.to_bytes(REGISTERS, "little"))
+
+
+_HIGH = int.from_bytes(b"\x80" * REGISTERS, "little")
+_ALL = (1 << (8 * REGISTERS)) - 1
+
+# -- edits --------------------------------------------------------------------------
+
+
+def to_dense(v: bytearray) -> bool:
+    """hllSparseToDense in place: the header (cache included) kept, the
+    encoding byte set; False, and v unchanged, if the opcodes are corrupted."""
+    if v[4] == DENSE:
+        return True
+    raw = _sparse_raw(v)
+    if raw is None:
+        return False
+    v[HDR:] = raw_to_dense(raw)
+    v[4] = DENSE
+    return True
+
+
+def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
+    """PFADD's loop over elements on a valid HLL value, in place: the
+    number of registers raised (Valkey's ``updated``), or -1 when corrupted
+    opcodes stop it (what was done until then stays, as in Valkey). The
+    cache is not marked stale here, except by sparse edits, which mark it
+    as they go."""
+    if not elements:
+        return 0
+    hashed = _hashed(elements)
+    updated = 0
+    k = 0
+    if v[4] == SPARSE:
+        sp = _Sparse(v)
+        changed = False
+        promoted = None
+        for index, cnt in hashed:
+            r = sp.set(index, cnt, max_bytes)
+            k += 1
+            if r == 1:
+                updated += 1
+                changed = True
+            elif r == 2:
+                promoted = (index, cnt)
+                break
+            elif r == -1:
+                updated = -1
+                break
+        if changed:
+            v[HDR:] = sp.body()
+            invalidate(v)
+        if promoted is None:
+            return updated
+        if not to_dense(v):
+            return -1
+        _dense_set(v, promoted[0], promoted[1])
+        updated += 1
+    for index, cnt in hashed[k:]:
+        if _dense_set(v, index, cnt):
+            updated += 1
+    return updated
+
+
+def merge_into(v: bytearray, raw: bytes | bytearray, use_dense: bool, max_bytes: int) -> bool:
+    """PFMERGE's write of the merged registers into the destination value
+    (which took part in the merge, so its registers are all at most
+    raw's): dense if any source was, else register by register through
+    the sparse edits until they would promote. False if the destination's
+    opcodes are corrupted."""
+    if use_dense and not to_dense(v):
+        return False
+    if v[4] == SPARSE:
+        sp = _Sparse(v)
+        changed = False
+        for index in range(REGISTERS):
+            cnt = raw[index]
+            if not cnt:
+                continue
+            r = sp.set(index, cnt, max_bytes)
+            if r == 1:
+                changed = True
+            elif r == 2:
+                if changed:
+                    v[HDR:] = sp.body()
+                if not to_dense(v):
+                    return False
+                break
+        else:
+            if changed:
+                v[HDR:] = sp.body()
+            invalidate(v)
+            return True
+    v[HDR:] = raw_to_dense(raw)
+    invalidate(v)
+    return True
+
+
+def decode(v: bytes | bytearray) -> bytes:
+    """PFDEBUG DECODE: the opcodes of a sparse value as text."""
+    out = []
+    for op in _opcodes(v):
+        if op < 64:
+            out.append(b"z:%d" % (op + 1))
+        elif op < 256:
+            out.append(b"v:%d,%d" % (((op >> 2) & 31) + 1, (op & 3) + 1))
+        else:
+            out.append(b"Z:%d" % ((op & 0x3FFF) + 1))
+    return b" ".join(out)
+
+
+# -- PFSELFTEST ---------------------------------------------------------------------
+
+
+def selftest(max_bytes: int, cycles: int = 1000, limit: int = 100_000) -> bytes | None:
+    """PFSELFTEST's two checks, on this implementation: packed registers
+    read back what was written, and dense and sparse HLLs fed the same
+    elements agree and stay within six standard errors, at cardinalities
+    1, 10, 100, ... up to ``limit`` (Valkey goes on to 10**7, which pure
+    Python cannot do in a command's time). None on success, else the
+    error text."""
+    rng = random.Random()
+    for _ in range(cycles):
+        raw = rng.randbytes(REGISTERS).translate(_LOW6)
+        back = dense_to_raw(raw_to_dense(raw))
+        if back != raw:
+            i = next(j for j in range(REGISTERS) if back[j] != raw[j])
+            return b"TESTFAILED Register %d should be %d but is %d" % (i, raw[i], back[i])
+    dense = bytearray(b"HYLL" + bytes(12)) + bytearray(DENSE_BYTES)
+    sparse = new_sparse()
+    relerr = 1.04 / math.sqrt(REGISTERS)
+    seed = rng.getrandbits(64)
+    checkpoint = 1
+    j = 1
+    while checkpoint <= limit:
+        batch = [((i ^ seed) & _MASK64).to_bytes(8, "little") for i in range(j, checkpoint + 1)]
+        add(dense, batch, max_bytes)
+        add(sparse, batch, max_bytes)
+        j = checkpoint + 1
+        if checkpoint < max_bytes / 2 and sparse[4] != SPARSE:
+            return b"TESTFAILED sparse encoding not used"
+        card = count(dense)
+        if card != count(sparse):
+            return b"TESTFAILED dense/sparse disagree"
+        assert card is not None
+        maxerr = 1 if checkpoint == 10 else math.ceil(relerr * 6 * checkpoint)
+        if abs(checkpoint - card) > maxerr:
+            return b"TESTFAILED Too big error. card:%d abserr:%d" % (checkpoint, abs(checkpoint - card))
+        checkpoint *= 10
+    return None
