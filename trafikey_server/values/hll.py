@@ -283,12 +283,12 @@ _XZERO_BYTE = re.compile(rb"[\x40-\x7f]")
 _SPAN1 = bytes((b + 1) if b < 64 else (b & 3) + 1 if b >= 128 else 0 for b in range(256))
 
 
-def _parse(v: bytes | bytearray) -> tuple[list[int], list[int]]:
+def _parse(v: bytes | bytearray) -> tuple[list[int], list[int], bool]:
     """The sparse opcodes after the header and the registers each covers.
     One-byte opcodes are taken a run at a time between XZEROs (found by a
     regular expression), so the work per opcode is C's. An XZERO cut
     short by the end of the string reads a zero second byte, as Valkey
-    reads the string's terminator."""
+    reads the string's terminator (the flag returned says so)."""
     ops: list[int] = []
     spans: list[int] = []
     n = len(v)
@@ -301,11 +301,13 @@ def _parse(v: bytes | bytearray) -> tuple[list[int], list[int]]:
         ops.extend(run)
         spans.extend(run.translate(_SPAN1))
         if mo is None:
-            return ops, spans
+            return ops, spans, False
         op = (v[j] << 8) | (v[j + 1] if j + 1 < n else 0)
         ops.append(op)
         spans.append((op & 0x3FFF) + 1)
         i = j + 2
+        if i > n:
+            return ops, spans, True
 
 
 def _opcodes(v: bytes | bytearray) -> list[int]:
@@ -317,13 +319,26 @@ class _Sparse:
     covers, and the string's length (header included) as Valkey counts it
     against hll-sparse-max-bytes."""
 
-    __slots__ = ("ops", "starts", "size")
+    __slots__ = ("ops", "starts", "size", "cut")
 
     def __init__(self, v: bytes | bytearray) -> None:
-        ops, spans = _parse(v)
+        ops, spans, cut = _parse(v)
         self.ops = ops
         self.starts = list(accumulate(spans[:-1], initial=0)) if spans else []
         self.size = len(v)
+        # The last opcode is an XZERO missing its second byte (a corrupted
+        # value). Valkey's edits then count it as two bytes while the string
+        # holds one: the string is what its length arithmetic leaves.
+        self.cut = cut
+
+    def _recut(self) -> None:
+        """After an edit of a value with a cut XZERO: the opcodes as Valkey
+        would read back its string, whose length it kept as if the XZERO
+        were whole (what lies past the length is gone)."""
+        ops, spans, cut = _parse(bytes(HDR) + self.body())
+        self.ops = ops
+        self.starts = list(accumulate(spans[:-1], initial=0)) if spans else []
+        self.cut = cut
 
     def set(self, index: int, count: int, max_bytes: int) -> int:
         """hllSparseSet: 1 if the register rose, 0 if not, -1 if the
@@ -349,10 +364,14 @@ class _Sparse:
             if span == 1:
                 ops[i] = _val(count, 1)
                 self._merge(i)
+                if self.cut:
+                    self._recut()
                 return 1
         elif op < 64 and span == 1:  # ZERO of one register
             ops[i] = _val(count, 1)
             self._merge(i)
+            if self.cut:
+                self._recut()
             return 1
         last = first + span - 1
         seq = []
@@ -383,6 +402,8 @@ class _Sparse:
         starts[i:i + 1] = at
         self.size += delta
         self._merge(i)
+        if self.cut:
+            self._recut()
         return 1
 
     def _merge(self, i: int) -> None:
@@ -413,24 +434,8 @@ class _Sparse:
         ops = self.ops
         if not ops or max(ops) < 256:
             return bytes(ops)
-        return b"".join([_OP_BYTES[op] if op < 256 else _op_bytes(op) for op in ops])
-
-    def raw(self) -> bytearray | None:
-        """hllSparseToDense's reading of the opcodes: the registers one byte
-        each, or None if the opcodes do not cover exactly 16384 registers
-        (a VAL run past the end stops the reading)."""
-        raw = bytearray(REGISTERS)
-        idx = 0
-        for op in self.ops:
-            if op < 128 or op >= 256:
-                idx += _span(op)
-                continue
-            n = (op & 3) + 1
-            if idx + n > REGISTERS:
-                return None
-            raw[idx:idx + n] = _OP_BYTES[((op >> 2) & 31) + 1] * n
-            idx += n
-        return raw if idx == REGISTERS else None
+        out = b"".join([_OP_BYTES[op] if op < 256 else _op_bytes(op) for op in ops])
+        return out[:self.size - HDR] if self.cut else out
 
 
 def _sparse_raw(v: bytes | bytearray) -> bytearray | None:
