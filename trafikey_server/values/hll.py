@@ -238,37 +238,11 @@ def _dense_set(v: bytearray, index: int, count: int) -> bool:
     return False
 
 
-def _dense_get(v: bytes | bytearray, index: int) -> int:
-    pos = index * 6
-    at = HDR + (pos >> 3)
-    fb = pos & 7
-    if fb <= 2:
-        return (v[at] >> fb) & 63
-    return ((v[at] >> fb) | (v[at + 1] << (8 - fb))) & 63
-
-
 # -- sparse opcodes ---------------------------------------------------------------
 #
 # An opcode is kept as the integer its bytes spell: ZERO 0..63, VAL
 # 128..255, XZERO 0x4000..0x7fff (two bytes, big endian). Each form reads
 # back to the bytes it came from.
-
-
-def _zero(n: int) -> int:
-    """The opcode for a run of n zero registers, as a split writes it."""
-    return (0x4000 | (n - 1)) if n > 64 else n - 1
-
-
-def _val(value: int, n: int) -> int:
-    return 0x80 | ((value - 1) << 2) | (n - 1)
-
-
-def _span(op: int) -> int:
-    if op < 64:
-        return op + 1
-    if op < 256:
-        return (op & 3) + 1
-    return (op & 0x3FFF) + 1
 
 
 _OP_BYTES = [bytes((i,)) for i in range(256)]
@@ -344,7 +318,8 @@ class _Sparse:
         """hllSparseSet: 1 if the register rose, 0 if not, -1 if the
         opcodes do not cover it, 2 if Valkey would promote the HLL to dense
         instead (a value above 32, or a string that would outgrow
-        max_bytes); nothing is changed in the last two cases."""
+        max_bytes); nothing is changed in the last two cases. (The opcode
+        arithmetic is written out: this runs once per element added.)"""
         if count > SPARSE_VAL_MAX:
             return 2
         ops = self.ops
@@ -354,48 +329,69 @@ class _Sparse:
             return -1
         op = ops[i]
         first = starts[i]
-        span = _span(op)
-        if index > first + span - 1:
-            return -1
-        if op >= 128 and op < 256:  # VAL
-            cur = ((op >> 2) & 31) + 1
-            if cur >= count:
-                return 0
-            if span == 1:
-                ops[i] = _val(count, 1)
+        new = 0x80 | ((count - 1) << 2)  # VAL count, one register
+        if op < 64:  # ZERO
+            last = first + op
+            if index > last:
+                return -1
+            if op == 0:
+                ops[i] = new
                 self._merge(i)
                 if self.cut:
                     self._recut()
                 return 1
-        elif op < 64 and span == 1:  # ZERO of one register
-            ops[i] = _val(count, 1)
-            self._merge(i)
-            if self.cut:
-                self._recut()
-            return 1
-        last = first + span - 1
+            zero = True
+            old = 1
+        elif op < 256:  # VAL
+            last = first + (op & 3)
+            if index > last:
+                return -1
+            if ((op >> 2) & 31) + 1 >= count:
+                return 0
+            if first == last:
+                ops[i] = new
+                self._merge(i)
+                if self.cut:
+                    self._recut()
+                return 1
+            zero = False
+            old = 1
+        else:  # XZERO
+            last = first + (op & 0x3FFF)
+            if index > last:
+                return -1
+            zero = True
+            old = 2
         seq = []
         at = []
-        if op < 128 or op >= 256:  # ZERO or XZERO: zeros around the new value
-            if index != first:
-                seq.append(_zero(index - first))
-                at.append(first)
-            seq.append(_val(count, 1))
-            at.append(index)
-            if index != last:
-                seq.append(_zero(last - index))
-                at.append(index + 1)
-        else:
-            cur = ((op >> 2) & 31) + 1
-            if index != first:
-                seq.append(_val(cur, index - first))
-                at.append(first)
-            seq.append(_val(count, 1))
-            at.append(index)
-            if index != last:
-                seq.append(_val(cur, last - index))
-                at.append(index + 1)
-        delta = sum(2 if s >= 256 else 1 for s in seq) - (2 if op >= 256 else 1)
+        size = 1
+        if index != first:
+            n = index - first
+            if not zero:
+                seq.append((op & 0xFC) | (n - 1))
+                size += 1
+            elif n > 64:
+                seq.append(0x4000 | (n - 1))
+                size += 2
+            else:
+                seq.append(n - 1)
+                size += 1
+            at.append(first)
+        seq.append(new)
+        at.append(index)
+        if index != last:
+            n = last - index
+            if not zero:
+                seq.append((op & 0xFC) | (n - 1))
+                size += 1
+            elif n > 64:
+                seq.append(0x4000 | (n - 1))
+                size += 2
+            else:
+                seq.append(n - 1)
+                size += 1
+            at.append(index + 1)
+        delta = size - old
         if delta > 0 and self.size + delta > max_bytes:
             return 2
         ops[i:i + 1] = seq
@@ -410,23 +406,22 @@ class _Sparse:
         """Step 4 of hllSparseSet: from the opcode before the changed one,
         five steps of merging equal adjacent VALs that fit one opcode."""
         ops = self.ops
+        n = len(ops)
         j = i - 1 if i > 0 else 0
         left = 5
-        while j < len(ops) and left:
+        while left and j < n:
             left -= 1
             op = ops[j]
-            if op < 128 or op >= 256:
-                j += 1
-                continue
-            if j + 1 < len(ops):
+            if 128 <= op < 256 and j + 1 < n:
                 nxt = ops[j + 1]
-                if 128 <= nxt < 256 and (op >> 2) & 31 == (nxt >> 2) & 31:
-                    n = (op & 3) + (nxt & 3) + 2
-                    if n <= 4:
-                        ops[j + 1] = _val(((op >> 2) & 31) + 1, n)
+                if 128 <= nxt < 256 and not (op ^ nxt) & 0x7C:
+                    k = (op & 3) + (nxt & 3) + 1  # the joint run, less one
+                    if k <= 3:
+                        ops[j + 1] = (op & 0xFC) | k
                         del ops[j]
                         del self.starts[j + 1]
                         self.size -= 1
+                        n -= 1
                         continue
             j += 1
 
