@@ -98,35 +98,71 @@ def pat_len(ele: bytes) -> tuple[int, int]:
 
 
 def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
-    """pat_len of each element, with the hash inlined (the hot loop of a
-    large PFADD)."""
-    m = _M
-    mask = _MASK64
-    seed = _SEED
-    words = _WORDS
-    pmask = REGISTERS - 1
-    top = 1 << Q
-    out = []
-    append = out.append
-    for e in elements:
-        n = len(e)
-        h = (seed ^ (n * m)) & mask
-        nb = n >> 3
-        if nb:
-            st = words[nb] if nb < len(words) else _words(nb)
-            for k in st.unpack_from(e):
-                k = (k * m) & mask
-                k ^= k >> 47
-                h = ((h ^ ((k * m) & mask)) * m) & mask
-        tail = n & 7
-        if tail:
-            h = ((h ^ int.from_bytes(e[n - tail:], "little")) * m) & mask
-        h ^= h >> 47
-        h = (h * m) & mask
-        h ^= h >> 47
-        x = (h >> P) | top
-        append((h & pmask, (x & -x).bit_length()))
+    """pat_len of each element, in order. Elements of one length share the
+    hash's whole sequence of steps, so each such group is hashed at once
+    (``_lanes_pat``); grouping and scattering back use C-level maps only,
+    so nothing here runs Python code per element."""
+    total = len(elements)
+    if total < _LANES_FROM:
+        return [pat_len(e) for e in elements]
+    lens = list(map(len, elements))
+    order = sorted(range(total), key=lens.__getitem__)
+    sorted_lens = list(map(lens.__getitem__, order))
+    out: list[tuple[int, int]] = [(0, 0)] * total
+    put = out.__setitem__
+    start = 0
+    while start < total:
+        n = sorted_lens[start]
+        end = bisect_right(sorted_lens, n, start)
+        where = order[start:end]
+        if end - start < _LANES_FROM:
+            results = [pat_len(elements[k]) for k in where]
+        else:
+            results = _lanes_pat(n, b"".join(map(elements.__getitem__, where)), end - start)
+        list(map(put, where, results))
+        start = end
     return out
+
+
+# Below this many elements of one length, one at a time is as fast.
+_LANES_FROM = 16
+
+
+def _lanes_pat(n: int, data: bytes, count: int) -> list[tuple[int, int]]:
+    """pat_len of ``count`` elements of n bytes each, concatenated in data:
+    their words sit in 128-bit lanes of one big integer, and every step of
+    the hash (multiply by the constant, shift, xor, cut to 64 bits) is one
+    integer operation over all lanes (a 64-bit lane times the 64-bit
+    constant fits its 128 bits; what a shift brings in from the next lane
+    is cut off). The run of zeros is isolated per lane as x & (~x + 1)."""
+    m = _M
+    size = count * 16
+    ones = int.from_bytes((b"\x01" + bytes(15)) * count, "little")
+    mask = ones * _MASK64
+
+    def lane(offset: int, width: int) -> int:
+        buf = bytearray(size)
+        for b in range(width):
+            buf[b::16] = data[offset + b::n]
+        return int.from_bytes(buf, "little")
+
+    def values(x: int) -> list[int]:
+        return memoryview(x.to_bytes(size, "little")).cast("Q").tolist()[0::2]
+
+    h = ones * ((_SEED ^ (n * m)) & _MASK64)
+    for w in range(n >> 3):
+        k = (lane(8 * w, 8) * m) & mask
+        k ^= (k >> 47) & mask
+        h = ((h ^ ((k * m) & mask)) * m) & mask
+    tail = n & 7
+    if tail:
+        h = ((h ^ lane(n - tail, tail)) * m) & mask
+    h ^= (h >> 47) & mask
+    h = (h * m) & mask
+    h ^= (h >> 47) & mask
+    x = ((h >> P) & mask) | (ones << Q)
+    low = x & ((x ^ mask) + ones)
+    return list(zip(values(h & (ones * (REGISTERS - 1))), map(int.bit_length, values(low)), strict=True))
 
 
 _words(8)
