@@ -125,7 +125,7 @@ def pfcount(c: Client, argv: list[bytes]) -> bytes:
 def _union_count(c: Client, argv: list[bytes]) -> int:
     """PFCOUNT of several keys: the union's estimate, nothing written."""
     db = c.db
-    acc: bytearray | None = None
+    acc: bytes | bytearray | None = None
     for key in argv[1:]:
         v = db.get(key)
         if v is None:

@@ -469,53 +469,25 @@ class _Sparse:
         return out[:self.size - HDR] if self.cut else out
 
 
-def _sparse_raw(v: bytes | bytearray) -> bytearray | None:
-    """The registers of a sparse value (None when corrupted), straight
-    from the bytes."""
-    raw = bytearray(REGISTERS)
-    n = len(v)
-    i = HDR
-    idx = 0
-    while i < n:
-        b = v[i]
-        if b < 64:
-            idx += b + 1
-            i += 1
-        elif b < 128:
-            idx += (((b & 63) << 8) | (v[i + 1] if i + 1 < n else 0)) + 1
-            i += 2
-        else:
-            run = (b & 3) + 1
-            if idx + run > REGISTERS:
-                return None
-            raw[idx:idx + run] = _OP_BYTES[((b >> 2) & 31) + 1] * run
-            idx += run
-            i += 1
-    return raw if idx == REGISTERS else None
+# What each one-byte opcode expands to, one byte per register.
+_PIECE = [bytes(b + 1) if b < 64 else bytes((((b >> 2) & 31) + 1,)) * ((b & 3) + 1) if b >= 128 else b""
+          for b in range(256)]
+
+
+def _sparse_raw(v: bytes | bytearray) -> bytes | None:
+    """The registers of a sparse value, one byte each, or None when its
+    runs do not cover exactly 16384 registers (Valkey's reading stops at a
+    VAL run past the end, or finds the count off: either way the runs
+    expanded add up to another length)."""
+    piece = _PIECE
+    raw = b"".join([piece[op] if op < 256 else bytes((op & 0x3FFF) + 1) for op in _parse(v)[0]])
+    return raw if len(raw) == REGISTERS else None
 
 
 def _sparse_histogram(v: bytes | bytearray) -> list[int] | None:
     """hllSparseRegHisto (None when the runs do not add up to 16384)."""
-    hist = [0] * 64
-    n = len(v)
-    i = HDR
-    idx = 0
-    zeros = 0
-    while i < n:
-        b = v[i]
-        if b < 64:
-            zeros += b + 1
-            i += 1
-        elif b < 128:
-            zeros += (((b & 63) << 8) | (v[i + 1] if i + 1 < n else 0)) + 1
-            i += 2
-        else:
-            run = (b & 3) + 1
-            hist[((b >> 2) & 31) + 1] += run
-            idx += run
-            i += 1
-    hist[0] = zeros
-    return hist if idx + zeros == REGISTERS else None
+    raw = _sparse_raw(v)
+    return None if raw is None else raw_histogram(raw)
 
 
 # -- the estimator -----------------------------------------------------------------
@@ -594,7 +566,7 @@ def count(v: bytes | bytearray) -> int | None:
     return None if hist is None else estimate(hist)
 
 
-def registers(v: bytes | bytearray) -> bytearray | None:
+def registers(v: bytes | bytearray) -> bytes | bytearray | None:
     """One byte per register of a valid HLL value (hllMerge's reading);
     None for corrupted sparse opcodes."""
     if v[4] == DENSE:
@@ -602,7 +574,7 @@ def registers(v: bytes | bytearray) -> bytearray | None:
     return _sparse_raw(v)
 
 
-def max_into(acc: bytearray, raw: bytes | bytearray) -> bytearray:
+def max_into(acc: bytes | bytearray, raw: bytes | bytearray) -> bytearray:
     """Registers of acc raised to those of raw, all at once: bytewise max
     as big-integer arithmetic on byte lanes (every value is below 128)."""
     a = int.from_bytes(acc, "little")
