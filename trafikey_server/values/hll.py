@@ -36,6 +36,7 @@ import random
 import re
 from bisect import bisect_right
 from itertools import accumulate
+from operator import itemgetter
 from struct import Struct
 
 HDR = 16
@@ -616,6 +617,10 @@ def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
     hashed = _hashed(elements)
     updated = 0
     k = 0
+    if v[4] == SPARSE and len(hashed) >= _AT_ONCE_FROM:
+        done = _dense_at_once(v, hashed, max_bytes)
+        if done is not None:
+            return done
     if v[4] == SPARSE:
         sp = _Sparse(v)
         changed = False
@@ -645,6 +650,57 @@ def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
         if _dense_set(v, index, cnt):
             updated += 1
     return updated
+
+
+# A batch this large into a sparse value is first checked for ending dense.
+_AT_ONCE_FROM = 128
+
+
+def _dense_at_once(v: bytearray, hashed: list[tuple[int, int]], max_bytes: int) -> int | None:
+    """A batch into a sparse value that surely ends dense, done at once:
+    the registers raised in a flat array, then packed. The number of
+    registers raised is the same whatever the encoding, and so is the end
+    value (header kept, dense, cache stale), so the opcode edits need not
+    be replayed when they surely promote: an element counting above 32
+    promotes, and so do final registers no sparse string within
+    hll-sparse-max-bytes can hold (a lower bound on the opcodes they need:
+    one per run of zeros, one per run of a value and one per four
+    registers of a value). None, with v untouched, when not sure (or the
+    value is corrupted, or already past the limit: the one-by-one edits
+    then decide)."""
+    if len(v) > max_bytes:
+        return None
+    if _parse(v)[2]:
+        return None
+    raw = _sparse_raw(v)
+    if raw is None:
+        return None
+    regs = bytearray(raw)
+    updated = 0
+    for index, cnt in hashed:
+        if cnt > regs[index]:
+            regs[index] = cnt
+            updated += 1
+    if max(map(itemgetter(1), hashed)) <= SPARSE_VAL_MAX:
+        nonzero = regs.translate(_NONZERO)
+        prev = b"\x00" + bytes(regs[:-1])
+        changed = (int.from_bytes(regs, "little") ^ int.from_bytes(prev, "little")).to_bytes(REGISTERS, "little")
+        starts = int.from_bytes(changed.translate(_NONZERO), "little")
+        is_zero = int.from_bytes(nonzero, "little") ^ _ONES
+        first_zero = 1 if regs[0] == 0 else 0  # a zero run at register 0 starts without a change
+        zero_runs = (starts & is_zero).bit_count() + first_zero
+        value_runs = (starts & ~is_zero).bit_count()
+        n = REGISTERS - regs.count(0)
+        if HDR + zero_runs + max(value_runs, (n + 3) // 4) <= max_bytes:
+            return None
+    v[HDR:] = raw_to_dense(regs)
+    v[4] = DENSE
+    invalidate(v)
+    return updated
+
+
+_NONZERO = bytes([0]) + bytes([1]) * 255
+_ONES = int.from_bytes(b"\x01" * REGISTERS, "little")
 
 
 def merge_into(v: bytearray, raw: bytes | bytearray, use_dense: bool, max_bytes: int) -> bool:
