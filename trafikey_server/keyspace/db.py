@@ -236,6 +236,12 @@ class Db:
             self.expires.pop(key)
         return self.delete(key)
 
+    def replace(self, key: bytes, value: Any) -> None:
+        """Put an equal copy in place of a live key's value (Valkey's
+        dbReplaceValue, as dbUnshareStringValue uses it before an in-place
+        edit): the TTL stays and nobody is told, the value being unchanged."""
+        self.data[key] = value
+
     def touch(self, key: bytes) -> None:
         """Record an in-place change of the value under key."""
         if self.signalled:

@@ -66,6 +66,7 @@ KINDS: dict[bytes, int] = {
     b"restore": GENERIC,
     b"set": STRING, b"setrange": STRING, b"append": STRING, b"incrby": STRING, b"incrbyfloat": STRING,
     b"setbit": STRING,
+    b"pfadd": STRING,
     b"lpush": LIST, b"rpush": LIST, b"lpop": LIST, b"rpop": LIST, b"linsert": LIST, b"lset": LIST,
     b"lrem": LIST, b"ltrim": LIST, b"sortstore": LIST,
     b"hset": HASH, b"hdel": HASH, b"hincrby": HASH, b"hincrbyfloat": HASH,

@@ -327,6 +327,8 @@ RULES: dict[bytes, Rule] = {
     b"restore": _nothing,  # logs itself: an absolute TTL, or the deletion (commands/dump.py)
     b"restore-asking": _nothing,
     b"migrate": _nothing,  # logs the DEL of what the target took (commands/migrate.py)
+    b"pfadd": _unless_zero,
+    b"pfdebug": _nothing,  # logs itself when it turned a value dense (commands/hyperloglog.py)
     b"cluster|flushslot": _nothing,
 }
 
