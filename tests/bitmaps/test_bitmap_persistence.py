@@ -13,13 +13,9 @@ replays, in our server and in Valkey, to what the servers held.
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import hiredis
-from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
-from helpers.resp_wire import Wire
+from helpers.aof_util import logged_beside_valkey, replays
 
 WORKLOAD: list[tuple[Any, ...]] = [
     ("SETBIT", "b", "7", "1"), ("SETBIT", "b", "7", "1"), ("SETBIT", "b", "7", "0"), ("SETBIT", "b", "40", "0"),
@@ -40,55 +36,16 @@ WORKLOAD: list[tuple[Any, ...]] = [
 ]
 
 
-def logged(d: str) -> list[list[bytes]]:
-    """Every command in the incremental log files, in order."""
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
-def _run(port: int) -> list[bytes]:
-    w = Wire(port)
-    try:
-        return [w.call(*cmd) for cmd in WORKLOAD]
-    finally:
-        w.close()
-
-
 def test_bitmap_writes_are_logged_as_valkey_logs_them() -> None:
-    dv = tempfile.mkdtemp(prefix="aof-bits-v-")
-    dt = tempfile.mkdtemp(prefix="aof-bits-t-")
-    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
-    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
-    try:
-        replies_v = _run(v.port)
-        replies_t = _run(t.port)
-        assert replies_t == replies_v
-        expected = keyspace(v.port)
-        assert keyspace(t.port) == expected
-    finally:
-        v.stop()
-        t.stop()
-    log_v, log_t = logged(dv), logged(dt)
-    assert log_t == log_v
-    assert sum(c[0].lower() in (b"setbit", b"bitfield", b"bitop") for c in log_v) >= 10
+    v, t = logged_beside_valkey(WORKLOAD)
+    assert t.replies == v.replies
+    assert t.keyspace == v.keyspace
+    assert t.log == v.log
+    assert sum(c[0].lower() in (b"setbit", b"bitfield", b"bitop") for c in v.log) >= 10
     # The key created by a BITFIELD whose only write failed is not in
     # Valkey's log either: a replay (Valkey's or ours) never holds it.
-    replayed = {k: x for k, x in expected.items() if k != (0, b"nf")}
-    assert len(replayed) == len(expected) - 1
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-bits-replay-")
-        shutil.copytree(aof_dir(dt), Path(copy) / "appendonlydir")
-        again = start(copy)
-        try:
-            assert keyspace(again.port) == replayed
-        finally:
-            again.stop()
-        shutil.rmtree(copy, ignore_errors=True)
-    shutil.rmtree(dv, ignore_errors=True)
-    shutil.rmtree(dt, ignore_errors=True)
+    replayed = {k: x for k, x in v.keyspace.items() if k != (0, b"nf")}
+    assert len(replayed) == len(v.keyspace) - 1
+    replays(t.dir, replayed)
+    shutil.rmtree(v.dir, ignore_errors=True)
+    shutil.rmtree(t.dir, ignore_errors=True)

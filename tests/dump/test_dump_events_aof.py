@@ -16,13 +16,10 @@ Valkey, to what the servers held.
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import hiredis
 import pytest
-from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
+from helpers.aof_util import logged_beside_valkey, replays
 from helpers.keyevents import compare, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
@@ -79,24 +76,6 @@ WORKLOAD: list[tuple[Any, ...]] = [
 ]
 
 
-def logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
-def _run(port: int) -> list[bytes]:
-    w = Wire(port)
-    try:
-        return [w.call(*cmd) for cmd in WORKLOAD]
-    finally:
-        w.close()
-
-
 def _without_times(log: list[list[bytes]]) -> list[list[bytes]]:
     """The logged commands with the absolute time of a relative TTL blanked
     (each server's own clock); everything else as written."""
@@ -116,26 +95,11 @@ def _blank_rel(ks: dict) -> dict:
 
 
 def test_restore_is_logged_as_valkey_logs_it() -> None:
-    dv = tempfile.mkdtemp(prefix="aof-restore-v-")
-    dt = tempfile.mkdtemp(prefix="aof-restore-t-")
-    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
-    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
-    try:
-        assert _run(t.port) == _run(v.port)
-        expected = keyspace(t.port)
-        assert _blank_rel(expected) == _blank_rel(keyspace(v.port))
-    finally:
-        v.stop()
-        t.stop()
-    log_v, log_t = logged(dv), logged(dt)
-    assert _without_times(log_t) == _without_times(log_v)
-    assert [b"UNLINK", b"old"] in log_v
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-restore-replay-")
-        shutil.copytree(aof_dir(dt), Path(copy) / "appendonlydir")
-        s = start(copy)
-        try:
-            assert keyspace(s.port) == expected
-        finally:
-            s.stop()
+    v, t = logged_beside_valkey(WORKLOAD)
+    assert t.replies == v.replies
+    assert _blank_rel(t.keyspace) == _blank_rel(v.keyspace)
+    assert _without_times(t.log) == _without_times(v.log)
+    assert [b"UNLINK", b"old"] in v.log
+    replays(t.dir, t.keyspace)
+    shutil.rmtree(v.dir, ignore_errors=True)
+    shutil.rmtree(t.dir, ignore_errors=True)

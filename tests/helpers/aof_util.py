@@ -9,11 +9,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hiredis
 import redis
 
+from .resp_wire import Wire
 from .servers import ROOT, Proc, free_port, valkey_binary
 
 DBS = 16
@@ -130,3 +134,68 @@ def manifest_copy(d: str) -> str:
     shutil.copytree(aof_dir(d), Path(out) / "appendonlydir")
     return out
 
+
+
+def logged(d: str, files: str = "*.incr.aof") -> list[list[bytes]]:
+    """Every command in d's log files named like ``files``, in file order
+    (the incremental files by default: what the workload itself wrote)."""
+    out = []
+    for f in sorted(aof_dir(d).glob(files)):
+        reader = hiredis.Reader()
+        reader.feed(f.read_bytes())
+        while (cmd := reader.gets()) is not False:
+            out.append(cmd)
+    return out
+
+
+def run_workload(port: int, workload: list[tuple[Any, ...]]) -> list[bytes]:
+    """Each command of the workload on one connection: the replies' bytes."""
+    w = Wire(port)
+    try:
+        return [w.call(*cmd) for cmd in workload]
+    finally:
+        w.close()
+
+
+@dataclass
+class Logged:
+    """One server's run of a workload with appendfsync always: its replies,
+    its keyspace afterwards, what it logged, and its directory."""
+
+    replies: list[bytes]
+    keyspace: dict[tuple[int, bytes], Any]
+    log: list[list[bytes]]
+    dir: str
+
+
+def logged_beside_valkey(workload: list[tuple[Any, ...]],
+                         run: Callable[[int, list[tuple[Any, ...]]], Any] = run_workload) -> tuple[Logged, Logged]:
+    """The workload on a Valkey and on a trafikey-server, each logging to a
+    directory of its own under appendfsync always: (valkey, trafikey).
+    ``run`` sends it (a test that needs the time around the run wraps
+    ``run_workload``); the directories stay for ``replays``."""
+    dv = tempfile.mkdtemp(prefix="aof-v-")
+    dt = tempfile.mkdtemp(prefix="aof-t-")
+    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
+    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
+    try:
+        rv, rt = run(v.port, workload), run(t.port, workload)
+        kv, kt = keyspace(v.port), keyspace(t.port)
+    finally:
+        v.stop()
+        t.stop()
+    return Logged(rv, kv, logged(dv), dv), Logged(rt, kt, logged(dt), dt)
+
+
+def replays(d: str, expected: dict[tuple[int, bytes], Any]) -> None:
+    """The log in d, copied, restores ``expected`` when trafikey-server
+    starts on it and when Valkey does."""
+    for start in (lambda x: aof_server(x, "--emq-brand", "none", "--save", ""),
+                  lambda x: valkey_on(x, "--appendonly", "yes")):
+        copy = manifest_copy(d)
+        again = start(copy)
+        try:
+            assert keyspace(again.port) == expected
+        finally:
+            again.stop()
+        shutil.rmtree(copy, ignore_errors=True)

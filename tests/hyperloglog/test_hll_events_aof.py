@@ -16,10 +16,9 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-import hiredis
 import pytest
 import redis
-from helpers.aof_util import aof_dir, aof_server, keyspace, legacy_copy, valkey_on
+from helpers.aof_util import aof_server, keyspace, legacy_copy, logged, valkey_on
 from helpers.keyevents import compare, streams_with_flags
 from helpers.servers import Proc, start_trafikey, start_valkey
 
@@ -95,16 +94,6 @@ def workload(r: redis.Redis) -> None:
     r.pfcount("h1")
 
 
-def logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
 def test_aof_logs_what_valkey_logs_and_replays_in_valkey() -> None:
     dt = tempfile.mkdtemp(prefix="aof-hll-")
     dv = tempfile.mkdtemp(prefix="aof-hll-v-")
@@ -121,8 +110,8 @@ def test_aof_logs_what_valkey_logs_and_replays_in_valkey() -> None:
     finally:
         ours.stop()
         theirs.stop()
-    ours_log = logged(dt)
-    theirs_log = logged(dv)
+    ours_log = logged(dt, "*.aof")
+    theirs_log = logged(dv, "*.aof")
     assert ours_log == theirs_log
     assert [b"PFCOUNT", b"h"] in ours_log and [b"PFDEBUG", b"GETREG", b"sp2"] in ours_log
     again = valkey_on(legacy_copy(dt), "--appendonly", "yes")
@@ -145,7 +134,7 @@ def test_a_loaded_log_replays_pfcount_without_logging_it_again() -> None:
         r.close()
     finally:
         srv.stop()
-    n = len(logged(d))
+    n = len(logged(d, "*.aof"))
     again = aof_server(d, "--emq-brand", "none")
     try:
         r = redis.Redis(port=again.port)
@@ -153,5 +142,5 @@ def test_a_loaded_log_replays_pfcount_without_logging_it_again() -> None:
         r.close()
     finally:
         again.stop()
-    assert len(logged(d)) == n
+    assert len(logged(d, "*.aof")) == n
     shutil.rmtree(d, ignore_errors=True)

@@ -14,10 +14,9 @@ import tempfile
 import time
 from collections.abc import Callable
 
-import hiredis
 import pytest
 import redis
-from helpers.aof_util import aof_dir, aof_server, functions, keyspace, legacy_copy, manifest_copy, valkey_on
+from helpers.aof_util import aof_server, functions, keyspace, legacy_copy, logged, manifest_copy, valkey_on
 
 FUTURE = int(time.time() * 1000) + 3_600_000
 
@@ -244,16 +243,6 @@ ALLOWED = {
 }
 
 
-def logged_commands(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_round_trip(family: str) -> None:
     d = tempfile.mkdtemp(prefix="aof-rt-")
@@ -267,7 +256,7 @@ def test_round_trip(family: str) -> None:
     finally:
         srv.stop()
     assert expected, "the workload left keys"
-    cmds = logged_commands(d)
+    cmds = logged(d, "*.aof")
     names = {c[0].upper() for c in cmds}
     assert names <= ALLOWED, names - ALLOWED
     for c in cmds:
@@ -315,7 +304,7 @@ def test_effects_not_requests() -> None:
         r.close()
     finally:
         srv.stop()
-    cmds = [c for c in logged_commands(d) if c[0].upper() != b"SELECT"]
+    cmds = [c for c in logged(d, "*.aof") if c[0].upper() != b"SELECT"]
     body = [c for c in cmds if c[1:2] != [b"{emq}:version"]]
     assert [c[0].upper() for c in body] == [b"SET", b"SET", b"SET", b"MULTI", b"INCRBY", b"HSET", b"ZADD", b"EXEC",
                                             b"SET", b"DEL"]

@@ -19,7 +19,7 @@ from typing import Any
 import hiredis
 import pytest
 import redis
-from helpers.aof_util import aof_dir, aof_server, keyspace, legacy_copy, manifest_copy, valkey_on
+from helpers.aof_util import aof_dir, aof_server, keyspace, legacy_copy, logged, manifest_copy, valkey_on
 from helpers.resp_wire import Wire
 from helpers.servers import start_trafikey, start_valkey
 
@@ -220,16 +220,6 @@ def workload(r: redis.Redis) -> None:
     r3.close()
 
 
-def logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
 def _replays(d: str, expected: dict[Any, Any]) -> None:
     again = aof_server(d)
     try:
@@ -254,7 +244,7 @@ def test_aof_round_trip_logs_effects() -> None:
         r.close()
     finally:
         srv.stop()
-    cmds = [c for c in logged(d) if c[0].upper() != b"SELECT"]
+    cmds = [c for c in logged(d, "*.aof") if c[0].upper() != b"SELECT"]
     names = [c[0].upper() for c in cmds]
     assert b"SPOP" not in names
     # SADD of nothing new, SREM of nothing and SMOVE of a non-member are not logged.

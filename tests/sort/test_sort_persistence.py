@@ -10,13 +10,9 @@ the transaction's other writes. Our log replays to the same keyspace.
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import hiredis
-from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
-from helpers.resp_wire import Wire
+from helpers.aof_util import logged_beside_valkey, replays
 
 WORKLOAD: list[tuple[Any, ...]] = [
     ("RPUSH", "l", "3", "1", "2"), ("SORT", "l"), ("SORT_RO", "l", "BY", "nosort"),
@@ -36,53 +32,14 @@ WORKLOAD: list[tuple[Any, ...]] = [
 ]
 
 
-def logged(d: str) -> list[list[bytes]]:
-    """Every command in the incremental log files, in order."""
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
-
-
-def _run(port: int) -> list[bytes]:
-    w = Wire(port)
-    try:
-        return [w.call(*cmd) for cmd in WORKLOAD]
-    finally:
-        w.close()
-
-
 def test_sort_store_is_logged_as_valkey_logs_it() -> None:
-    dv = tempfile.mkdtemp(prefix="aof-sort-v-")
-    dt = tempfile.mkdtemp(prefix="aof-sort-t-")
-    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
-    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
-    try:
-        replies_v = _run(v.port)
-        replies_t = _run(t.port)
-        assert replies_t == replies_v
-        expected = keyspace(v.port)
-        assert keyspace(t.port) == expected
-    finally:
-        v.stop()
-        t.stop()
-    log_v, log_t = logged(dv), logged(dt)
-    assert log_t == log_v
-    sorts = [c for c in log_v if c[0].lower() == b"sort"]
+    v, t = logged_beside_valkey(WORKLOAD)
+    assert t.replies == v.replies
+    assert t.keyspace == v.keyspace
+    assert t.log == v.log
+    sorts = [c for c in v.log if c[0].lower() == b"sort"]
     assert len(sorts) == 10
     # Our log replays, in our server and in Valkey, to what the servers held.
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-sort-replay-")
-        shutil.copytree(aof_dir(dt), Path(copy) / "appendonlydir")
-        again = start(copy)
-        try:
-            assert keyspace(again.port) == expected
-        finally:
-            again.stop()
-        shutil.rmtree(copy, ignore_errors=True)
-    shutil.rmtree(dv, ignore_errors=True)
-    shutil.rmtree(dt, ignore_errors=True)
+    replays(t.dir, v.keyspace)
+    shutil.rmtree(v.dir, ignore_errors=True)
+    shutil.rmtree(t.dir, ignore_errors=True)

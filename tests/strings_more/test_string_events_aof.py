@@ -16,12 +16,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import hiredis
 import pytest
-from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
+from helpers.aof_util import aof_server, keyspace, logged, logged_beside_valkey, replays, run_workload
 from helpers.keyevents import WAIT, compare, streams_with_flags
 from helpers.keyevents import keyspace as event_keyspace
 from helpers.resp_wire import Wire
@@ -92,24 +90,15 @@ WORKLOAD: list[tuple[Any, ...]] = [
 _RELATIVE_MS = (100_000, 5_000, 200_000)
 
 
-def logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
+_times: dict[int, tuple[int, int]] = {}
 
 
-def _run(port: int) -> tuple[list[bytes], int, int]:
-    w = Wire(port)
-    try:
-        start = int(time.time() * 1000)
-        replies = [w.call(*cmd) for cmd in WORKLOAD]
-        return replies, start, int(time.time() * 1000)
-    finally:
-        w.close()
+def _timed(port: int, workload: list[tuple[Any, ...]]) -> list[bytes]:
+    """run_workload, noting when it ran (by port) for ``_normalised``."""
+    start = int(time.time() * 1000)
+    replies = run_workload(port, workload)
+    _times[port] = (start, int(time.time() * 1000))
+    return replies
 
 
 def _normalised(log: list[list[bytes]], start: int, end: int) -> list[list[bytes]]:
@@ -129,35 +118,17 @@ def _normalised(log: list[list[bytes]], start: int, end: int) -> list[list[bytes
 
 
 def test_logged_as_valkey_logs_them() -> None:
-    dv = tempfile.mkdtemp(prefix="aof-str-v-")
-    dt = tempfile.mkdtemp(prefix="aof-str-t-")
-    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
-    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
-    try:
-        replies_v, sv, ev = _run(v.port)
-        replies_t, st, et = _run(t.port)
-        assert replies_t == replies_v
-        expected = keyspace(t.port)
-    finally:
-        v.stop()
-        t.stop()
-    log_v, log_t = logged(dv), logged(dt)
-    assert _normalised(log_t, st, et) == _normalised(log_v, sv, ev)
-    assert any(c[0] == b"MSETEX" and b"PXAT" in c for c in log_t)
-    assert [b"DEL", b"s"] in log_t
+    _times.clear()
+    v, t = logged_beside_valkey(WORKLOAD, run=_timed)
+    assert t.replies == v.replies
+    (sv, ev), (st, et) = _times.values()
+    assert _normalised(t.log, st, et) == _normalised(v.log, sv, ev)
+    assert any(c[0] == b"MSETEX" and b"PXAT" in c for c in t.log)
+    assert [b"DEL", b"s"] in t.log
     # Our log replays, in our server and in Valkey, to what our server held.
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-str-replay-")
-        shutil.copytree(aof_dir(dt), Path(copy) / "appendonlydir")
-        again = start(copy)
-        try:
-            assert keyspace(again.port) == expected
-        finally:
-            again.stop()
-        shutil.rmtree(copy, ignore_errors=True)
-    shutil.rmtree(dv, ignore_errors=True)
-    shutil.rmtree(dt, ignore_errors=True)
+    replays(t.dir, t.keyspace)
+    shutil.rmtree(v.dir, ignore_errors=True)
+    shutil.rmtree(t.dir, ignore_errors=True)
 
 
 REPEATED: list[tuple[Any, ...]] = [
@@ -188,14 +159,5 @@ def test_repeated_expires_replay() -> None:
     assert msetex[3] == [b"MSETEX", b"1", b"e", b"1", b"PXAT", b"5000000000001"]
     assert msetex[4][:5] == [b"MSETEX", b"1", b"a", b"2", b"XX"]
     assert all(sum(a.lower() in (b"ex", b"px", b"exat", b"pxat") for a in c) == 1 for c in msetex)
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-str-replay-")
-        shutil.copytree(aof_dir(d), Path(copy) / "appendonlydir")
-        again = start(copy)
-        try:
-            assert keyspace(again.port) == expected
-        finally:
-            again.stop()
-        shutil.rmtree(copy, ignore_errors=True)
+    replays(d, expected)
     shutil.rmtree(d, ignore_errors=True)
