@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .resp_wire import Wire
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -86,6 +88,31 @@ def start_valkey(*extra: str) -> Proc:
     argv = [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--dir", tmp, *extra]
     return Proc(argv, port, cwd=tmp)
+
+
+def start_valkey_cluster_node() -> Proc:
+    """valkey-server in cluster mode owning all 16384 slots, state ok: the
+    oracle for what a cluster refuses (CROSSSLOT, slot checks). The bus
+    port is chosen free (the default, port + 10000, can fall outside the
+    port range for a high ephemeral port)."""
+    tmp = tempfile.mkdtemp(prefix="valkey-cluster-")
+    p = start_valkey("--cluster-enabled", "yes", "--cluster-config-file", str(Path(tmp) / "nodes.conf"),
+                     "--cluster-port", str(free_port()))
+    try:
+        w = Wire(p.port)
+        try:
+            assert w.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+            end = time.monotonic() + 30
+            while b"cluster_state:ok" not in w.call("CLUSTER", "INFO"):
+                if time.monotonic() > end:
+                    raise RuntimeError("the one-node cluster never reached cluster_state:ok")
+                time.sleep(0.05)
+        finally:
+            w.close()
+    except BaseException:
+        p.stop()
+        raise
+    return p
 
 
 def start_trafikey(*extra: str) -> Proc:

@@ -4,35 +4,19 @@ channels' slot (CROSSSLOT when they differ), plain pub/sub is not."""
 
 from __future__ import annotations
 
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from helpers.pubsub_streams import assert_same
-from helpers.resp_wire import Wire, encode
-from helpers.servers import Proc, free_port, start_trafikey, start_valkey
+from helpers.resp_wire import encode
+from helpers.servers import Proc, start_trafikey, start_valkey_cluster_node
 
 
 @pytest.fixture(scope="module")
 def cluster_node() -> Iterator[Proc]:
-    tmp = tempfile.mkdtemp(prefix="valkey-cluster-")
-    p = start_valkey("--cluster-enabled", "yes", "--cluster-config-file", str(Path(tmp) / "nodes.conf"),
-                     "--cluster-port", str(free_port()))
-    try:
-        w = Wire(p.port)
-        try:
-            assert w.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
-            end = time.monotonic() + 30
-            while b"cluster_state:ok" not in w.call("CLUSTER", "INFO"):
-                assert time.monotonic() < end, "the one-node cluster never reached cluster_state:ok"
-                time.sleep(0.05)
-        finally:
-            w.close()
-        yield p
-    finally:
-        p.stop()
+    p = start_valkey_cluster_node()
+    yield p
+    p.stop()
 
 
 @pytest.fixture(scope="module")

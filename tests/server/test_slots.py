@@ -21,15 +21,12 @@ Three oracles, each for what it can judge:
 
 from __future__ import annotations
 
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, free_port, start_trafikey, start_valkey
+from helpers.servers import Proc, start_trafikey, start_valkey_cluster_node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -140,29 +137,9 @@ def test_keyslot_random_keys(pair, keys: list[bytes]) -> None:  # type: ignore[n
 
 @pytest.fixture(scope="module")
 def cluster_node() -> Iterator[Proc]:
-    """valkey-server in cluster mode owning all 16384 slots, state ok.
-    The cluster bus port is chosen free (the default, port + 10000, can
-    fall outside the port range for a high ephemeral port)."""
-    tmp = tempfile.mkdtemp(prefix="valkey-cluster-")
-    p = start_valkey(
-        "--cluster-enabled", "yes",
-        "--cluster-config-file", str(Path(tmp) / "nodes.conf"),
-        "--cluster-port", str(free_port()),
-    )
-    try:
-        w = Wire(p.port)
-        try:
-            assert w.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == OK
-            end = time.monotonic() + 30
-            while b"cluster_state:ok" not in w.call("CLUSTER", "INFO"):
-                if time.monotonic() > end:
-                    raise RuntimeError("the one-node cluster never reached cluster_state:ok")
-                time.sleep(0.05)
-        finally:
-            w.close()
-        yield p
-    finally:
-        p.stop()
+    p = start_valkey_cluster_node()
+    yield p
+    p.stop()
 
 
 @pytest.fixture(scope="module")
