@@ -171,9 +171,15 @@ def set(c: Client, argv: list[bytes]) -> bytes:
             if db.events:
                 db.events.emit(db, b"expired", key)
         return reply
-    # With an expire to set, the old one is kept until then (as Valkey does,
-    # so the new value inherits its room).
-    _put(db, key, argv[2], keep_ttl=bool(flags & _KEEPTTL) or when is not None)
+    _set_with_expire(db, key, argv[2], bool(flags & _KEEPTTL), when)
+    return reply
+
+
+def _set_with_expire(db: Db, key: bytes, value: bytes, keep_ttl: bool, when: int | None) -> None:
+    """SET's (and MSETEX's) write of one key: the value with its ``set``
+    event, then the new expiry with its ``expire`` event. With an expiry to
+    set the old one is kept until then, as Valkey does."""
+    _put(db, key, value, keep_ttl=keep_ttl or when is not None)
     if db.events:
         db.events.emit(db, b"set", key)
     if when is not None:
@@ -181,7 +187,6 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         db.set_expire(key, when)
         if db.events:
             db.events.emit(db, b"expire", key)
-    return reply
 
 
 def setnx(c: Client, argv: list[bytes]) -> bytes:
@@ -294,17 +299,9 @@ def msetex(c: Client, argv: list[bytes]) -> bytes:
     elif flags & _XX:
         if not all(db.get(k) is not None for k in keys):
             return ZERO
-    keep = bool(flags & _KEEPTTL) or when is not None
+    keep = bool(flags & _KEEPTTL)
     for i in range(2, 2 + 2 * n, 2):
-        key = argv[i]
-        _put(db, key, argv[i + 1], keep_ttl=keep)
-        if db.events:
-            db.events.emit(db, b"set", key)
-        if when is not None:
-            before_expire(db, key)
-            db.set_expire(key, when)
-            if db.events:
-                db.events.emit(db, b"expire", key)
+        _set_with_expire(db, argv[i], argv[i + 1], keep, when)
     return ONE
 
 
