@@ -309,7 +309,7 @@ def _trim_args(c: Client, argv: list[bytes], xadd: bool) -> tuple[_Trim, int]:
         if xadd and cstr(arg) == b"*":
             break
         opt = word(arg)
-        if opt == b"maxlen" and more:
+        if (opt == b"maxlen" or opt == b"minid") and more:
             if t.strategy:
                 raise CommandError(_BOTH_STRATEGIES)
             t.approx = False
@@ -319,25 +319,15 @@ def _trim_args(c: Client, argv: list[bytes], xadd: bool) -> tuple[_Trim, int]:
                 i += 1
             elif more >= 2 and nxt == b"=":
                 i += 1
-            v = to_int(argv[i + 1])
-            if v is None:
-                raise CommandError(b"ERR value is not an integer or out of range")
-            if v < 0:
-                raise CommandError(b"ERR The MAXLEN argument must be >= 0.")
-            i += 1
-            t.maxlen = v
-            t.arg_at = i
-        elif opt == b"minid" and more:
-            if t.strategy:
-                raise CommandError(_BOTH_STRATEGIES)
-            t.approx = False
-            nxt = cstr(argv[i + 1])
-            if more >= 2 and nxt == b"~":
-                t.approx = True
-                i += 1
-            elif more >= 2 and nxt == b"=":
-                i += 1
-            t.minid = parse_id(argv[i + 1], 0, True)
+            if opt == b"maxlen":
+                v = to_int(argv[i + 1])
+                if v is None:
+                    raise CommandError(b"ERR value is not an integer or out of range")
+                if v < 0:
+                    raise CommandError(b"ERR The MAXLEN argument must be >= 0.")
+                t.maxlen = v
+            else:
+                t.minid = parse_id(argv[i + 1], 0, True)
             i += 1
             t.arg_at = i
         elif opt == b"limit" and more:
