@@ -281,6 +281,13 @@ RULES: dict[bytes, Rule] = {
     b"smove": _unless_zero,
     b"spop": _spop,
     b"sort": _nothing,  # logs itself when STORE wrote (commands/sort.py)
+    # Geo writes log themselves when they changed the keyspace
+    # (commands/geo.py): GEOADD as the ZADD it became, a search with
+    # STORE as sent.
+    b"geoadd": _nothing,
+    b"georadius": _nothing,
+    b"georadiusbymember": _nothing,
+    b"geosearchstore": _nothing,
     b"cluster|flushslot": _nothing,
 }
 
