@@ -28,6 +28,7 @@ from ..util.geohash import (
     LAT_MIN,
     LONG_MAX,
     LONG_MIN,
+    POLYGON,
     Shape,
     cell_scores,
     decode,
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 _UNITS = {b"m": 1.0, b"km": 1000.0, b"ft": 0.3048, b"mi": 1609.34}
 _UNIT_ERR = b"ERR unsupported unit provided. please use M, KM, FT, MI"
-_DECODE_ERR = b"ERR could not decode requested zset member"
 
 
 # -- arguments ------------------------------------------------------------------------
@@ -91,6 +91,22 @@ def _box(s: Shape, w: bytes, h: bytes, unit: bytes) -> None:
     s.width = width
     s.height = height
     s.conversion = _unit(unit)
+
+
+def _polygon(s: Shape, argv: list[bytes], at: int) -> int:
+    """BYPOLYGON's vertex count at ``argv[at]`` and its vertices after it,
+    read into the shape (distances in metres); the number of arguments read.
+    The count must fit a C int and the arguments left must hold that many
+    pairs."""
+    n = to_int(argv[at])
+    if n is None or not -(2**31) <= n < 2**31:
+        raise CommandError(b"ERR invalid number of vertices")
+    if n < 3 or (len(argv) - at - 1) // 2 < n:
+        raise CommandError(b"ERR GEOSEARCH BYPOLYGON must have at least 3 vertices")
+    s.points = [_lon_lat(argv[at + 1 + 2 * k], argv[at + 2 + 2 * k]) for k in range(n)]
+    s.kind = POLYGON
+    s.conversion = 1.0
+    return 1 + 2 * n
 
 
 def _source(c: Client, key: bytes) -> ZSet | None:
@@ -235,7 +251,10 @@ def geosearchstore(c: Client, argv: list[bytes]) -> bytes:
 def _member_position(s: Shape, zs: ZSet, member: bytes) -> None:
     score = zs.scores.get(member)
     if score is None:
-        raise CommandError(_DECODE_ERR)
+        # addReplyErrorFormat's "%s": the name ends at a NUL, and CR and LF
+        # become spaces.
+        name = member.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
+        raise CommandError(b"ERR member %s does not exist" % name)
     s.x, s.y = decode(score)
 
 
@@ -259,7 +278,7 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
             base = 3
             store = argv[1]
     withdist = withhash = withcoord = False
-    frommember = fromloc = byradius = bybox = False
+    frommember = fromloc = byradius = bybox = bypolygon = False
     sort = _NONE
     any_ = False
     count = 0
@@ -300,23 +319,27 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
             i += 1
         elif w == b"storedist" and search and flags & _SEARCHSTORE:
             storedist = True
-        elif w == b"frommember" and more >= 1 and search and not fromloc:
+        elif w == b"frommember" and more >= 1 and search and not fromloc and not bypolygon:
             if zs is not None:
                 _member_position(shape, zs, argv[i + 1])
             frommember = True
             i += 1
-        elif w == b"fromlonlat" and more >= 2 and search and not frommember:
+        elif w == b"fromlonlat" and more >= 2 and search and not frommember and not bypolygon:
             shape.x, shape.y = _lon_lat(argv[i + 1], argv[i + 2])
             fromloc = True
             i += 2
-        elif w == b"byradius" and more >= 2 and search and not bybox:
+        elif w == b"byradius" and more >= 2 and search and not bybox and not bypolygon:
             _radius(shape, argv[i + 1], argv[i + 2])
             byradius = True
             i += 2
-        elif w == b"bybox" and more >= 3 and search and not byradius:
+        elif w == b"bybox" and more >= 3 and search and not byradius and not bypolygon:
             _box(shape, argv[i + 1], argv[i + 2], argv[i + 3])
             bybox = True
             i += 3
+        elif (w == b"bypolygon" and more >= 2 and search and not byradius and not bybox
+              and not frommember and not fromloc):
+            i += _polygon(shape, argv, i + 1)
+            bypolygon = True
         else:
             raise syntax()
         i += 1
@@ -324,10 +347,10 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
         what = b"GEOSEARCHSTORE" if flags & _SEARCHSTORE else b"STORE option in GEORADIUS"
         raise CommandError(b"ERR %s is not compatible with WITHDIST, WITHHASH and WITHCOORD options" % what)
     name = argv[0].split(b"\0", 1)[0]
-    if search and not (frommember or fromloc):
+    if search and not (frommember or fromloc or bypolygon):
         raise CommandError(b"ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for %s" % name)
-    if search and not (byradius or bybox):
-        raise CommandError(b"ERR exactly one of BYRADIUS and BYBOX can be specified for %s" % name)
+    if search and not (byradius or bybox or bypolygon):
+        raise CommandError(b"ERR exactly one of BYRADIUS, BYBOX and BYPOLYGON can be specified for %s" % name)
     if any_ and not count:
         raise CommandError(b"ERR the ANY argument requires COUNT argument")
     if store is None and not flags & (_NOSTORE | _SEARCH):

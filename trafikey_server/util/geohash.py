@@ -15,7 +15,7 @@ asin and sqrt, in the same order of operations).
 
 from __future__ import annotations
 
-from math import asin, cos, pi, sin, sqrt
+from math import asin, atan2, cos, pi, sin, sqrt
 
 LAT_MIN = -85.05112878
 LAT_MAX = 85.05112878
@@ -32,6 +32,7 @@ _ODD = 0xAAAAAAAAAAAAAAAA
 
 CIRCLE = 1
 BOX = 2
+POLYGON = 3
 
 Cell = tuple[int, int]  # (bits, step); (0, 0) is Valkey's zeroed neighbour
 
@@ -153,9 +154,11 @@ def distance(lon1: float, lat1: float, lon2: float, lat2: float) -> float:
 
 class Shape:
     """A search area: a circle of ``radius`` or a ``width`` x ``height`` box
-    (in the request's unit, ``conversion`` metres each) around (x, y)."""
+    (in the request's unit, ``conversion`` metres each) around (x, y), or a
+    polygon (``points``, (lon, lat) vertices) whose centre is the centroid
+    of its vertices, computed by ``search_cells``."""
 
-    __slots__ = ("kind", "x", "y", "radius", "width", "height", "conversion")
+    __slots__ = ("kind", "x", "y", "radius", "width", "height", "conversion", "points")
 
     def __init__(self) -> None:
         self.kind = CIRCLE
@@ -165,6 +168,7 @@ class Shape:
         self.width = 0.0
         self.height = 0.0
         self.conversion = 1.0
+        self.points: list[tuple[float, float]] = []
 
     def within(self, x: float, y: float) -> float | None:
         """The distance in metres from the centre to (x, y), or None when
@@ -172,11 +176,25 @@ class Shape:
         if self.kind == CIRCLE:
             d = distance(self.x, self.y, x, y)
             return None if d > self.radius * self.conversion else d
+        if self.kind == POLYGON:
+            return self._in_polygon(x, y)
         if lat_distance(y, self.y) > self.height * self.conversion / 2:
             return None
         if distance(x, y, self.x, y) > self.width * self.conversion / 2:
             return None
         return distance(self.x, self.y, x, y)
+
+    def _in_polygon(self, x: float, y: float) -> float | None:
+        """Ray casting (even-odd rule) on the plane of degrees, each edge
+        from vertex i to the one before it, as Valkey tests them."""
+        pts = self.points
+        inside = False
+        bx, by = pts[-1]
+        for ax, ay in pts:
+            if (ay > y) != (by > y) and x < (bx - ax) * (y - ay) / (by - ay) + ax:
+                inside = not inside
+            bx, by = ax, ay
+        return distance(self.x, self.y, x, y) if inside else None
 
 
 def _estimate_steps(range_m: float, lat: float) -> int:
@@ -198,7 +216,34 @@ def _rad_deg(r: float) -> float:
     return r / _D_R
 
 
+def _polygon_bounds(s: Shape) -> tuple[float, float, float, float]:
+    """The vertices' bounding box in degrees; sets the shape's centre to the
+    centroid of the vertices (the mean of their points on the sphere)."""
+    min_lon, max_lon = LONG_MAX, LONG_MIN
+    min_lat, max_lat = LAT_MAX, LAT_MIN
+    x = y = z = 0.0
+    for lon, lat in s.points:
+        min_lon = lon if lon < min_lon else min_lon
+        max_lon = lon if lon > max_lon else max_lon
+        min_lat = lat if lat < min_lat else min_lat
+        max_lat = lat if lat > max_lat else max_lat
+        lon_r = _rad(lon)
+        lat_r = _rad(lat)
+        x += EARTH_RADIUS * cos(lat_r) * cos(lon_r)
+        y += EARTH_RADIUS * cos(lat_r) * sin(lon_r)
+        z += EARTH_RADIUS * sin(lat_r)
+    n = len(s.points)
+    x /= n
+    y /= n
+    z /= n
+    s.x = _rad_deg(atan2(y, x))
+    s.y = _rad_deg(atan2(z, sqrt(x * x + y * y)))
+    return min_lon, min_lat, max_lon, max_lat
+
+
 def _bounds(s: Shape) -> tuple[float, float, float, float]:
+    if s.kind == POLYGON:
+        return _polygon_bounds(s)
     if s.kind == CIRCLE:
         height = s.conversion * s.radius
         width = s.conversion * s.radius
@@ -236,6 +281,14 @@ def search_cells(s: Shape) -> list[Cell]:
     min_lon, min_lat, max_lon, max_lat = _bounds(s)
     if s.kind == CIRCLE:
         radius_m = s.radius
+    elif s.kind == POLYGON:
+        # The farthest corner of the bounding box from the centroid.
+        radius_m = max(
+            distance(s.x, s.y, min_lon, max_lat),
+            distance(s.x, s.y, max_lon, max_lat),
+            distance(s.x, s.y, min_lon, min_lat),
+            distance(s.x, s.y, max_lon, min_lat),
+        )
     else:
         radius_m = sqrt((s.width / 2) * (s.width / 2) + (s.height / 2) * (s.height / 2))
     radius_m *= s.conversion

@@ -1,0 +1,238 @@
+"""Geo commands against Valkey, byte for byte, in RESP2 and RESP3.
+
+Scripts run line by line on both servers; every reply (scores, geohashes,
+coordinates to their last printed digit, distances with four decimals) must
+be the same bytes, and the keyspace the same afterwards. Each refusal is
+checked with its exact text and the keyspace unchanged on both sides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers.aof_util import keyspace
+from helpers.script import run, words
+
+SICILY = """
+    GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania
+    GEOADD Sicily 12.758489 38.788135 edge1 17.241510 38.788135 edge2 13.583333 37.316667 Agrigento
+"""
+
+
+def same_keyspace(valkey_server: Any, trafikey_server: Any) -> None:
+    assert keyspace(trafikey_server.port) == keyspace(valkey_server.port)
+
+
+def refused(pair: Any, valkey_server: Any, trafikey_server: Any, script: str) -> None:
+    before = keyspace(valkey_server.port)
+    assert keyspace(trafikey_server.port) == before
+    for line in script.strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            r = pair.check(*words(line))
+            assert r.startswith(b"-"), line
+    assert keyspace(valkey_server.port) == before
+    assert keyspace(trafikey_server.port) == before
+
+
+def test_geoadd_options_and_scores(pair23, valkey_server, trafikey_server) -> None:
+    run(pair23, SICILY + """
+        ZRANGE Sicily 0 -1 WITHSCORES
+        GEOADD Sicily NX 13.361389 38.115556 Palermo 1 2 NewOne
+        GEOADD Sicily XX 1 1 Palermo 3 3 NotThere
+        GEOADD Sicily CH 1 1 Palermo 15.087269 37.502669 Catania
+        GEOADD Sicily CH XX 2 2 Palermo
+        GEOADD Sicily nX cH 2 2 Palermo 4 4 Fresh
+        GEOADD Sicily ch 2 2 Palermo
+        GEOADD nokey XX 1 1 a
+        EXISTS nokey
+        GEOADD g -180 -85.05112878 sw 180 85.05112878 ne 0 0 zero -0 -0 negzero
+        GEOADD g 179.9999999 0.0000001 a -179.9999999 -0.0000001 b 1e-300 1e-300 tiny
+        ZRANGE g 0 -1 WITHSCORES
+        GEOPOS g sw ne zero negzero a b tiny nothere
+        GEOHASH g sw ne zero negzero a b tiny nothere
+        OBJECT ENCODING Sicily
+        ZRANGE Sicily 0 -1 WITHSCORES
+    """)
+    same_keyspace(valkey_server, trafikey_server)
+
+
+def test_geopos_geohash_geodist(pair23) -> None:
+    run(pair23, SICILY + """
+        GEOPOS Sicily Palermo Catania NonExisting edge1 edge2 Agrigento
+        GEOPOS nokey a b
+        GEOHASH Sicily Palermo Catania NonExisting edge1 edge2 Agrigento
+        GEOHASH nokey a
+        GEODIST Sicily Palermo Catania
+        GEODIST Sicily Palermo Catania m
+        GEODIST Sicily Palermo Catania KM
+        GEODIST Sicily Palermo Catania mi
+        GEODIST Sicily Palermo Catania fT
+        GEODIST Sicily Palermo Palermo
+        GEODIST Sicily Palermo NonExisting
+        GEODIST nokey a b
+        GEODIST Sicily edge1 edge2 km
+        ZADD z 0 origin -1 neg 4503599627370496 big 1e300 huge
+        GEOPOS z origin neg big huge
+        GEOHASH z origin neg big huge
+        GEODIST z origin big
+    """)
+
+
+def test_georadius_family(pair23, valkey_server, trafikey_server) -> None:
+    run(pair23, SICILY + """
+        GEORADIUS Sicily 15 37 200 km
+        GEORADIUS Sicily 15 37 200 km ASC
+        GEORADIUS Sicily 15 37 200 km DESC
+        GEORADIUS Sicily 15 37 200 km WITHDIST WITHCOORD WITHHASH ASC
+        GEORADIUS Sicily 15 37 200 km WITHDIST COUNT 2
+        GEORADIUS Sicily 15 37 200 km WITHDIST COUNT 2 DESC
+        GEORADIUS Sicily 15 37 200 km COUNT 1 ANY
+        GEORADIUS Sicily 15 37 200000 m withcoord
+        GEORADIUS Sicily 15 37 124.27 mi WITHDIST
+        GEORADIUS Sicily 15 37 656168 ft WITHDIST
+        GEORADIUS Sicily 15 37 0 km
+        GEORADIUS Sicily 15 37 20000 km WITHDIST ASC
+        GEORADIUS_RO Sicily 15 37 200 km WITHDIST ASC
+        GEORADIUSBYMEMBER Sicily Agrigento 100 km WITHDIST ASC
+        GEORADIUSBYMEMBER_RO Sicily Palermo 300 km DESC COUNT 3 WITHHASH
+        GEORADIUS nokey 15 37 200 km
+        GEORADIUSBYMEMBER nokey nomember abc nounit
+        GEORADIUS Sicily 15 37 200 km STORE dst
+        ZRANGE dst 0 -1 WITHSCORES
+        GEORADIUS Sicily 15 37 200 km STOREDIST dst2 ASC COUNT 2
+        ZRANGE dst2 0 -1 WITHSCORES
+        GEORADIUSBYMEMBER Sicily Palermo 300 km STORE dst3 STOREDIST dst4
+        EXISTS dst3
+        ZRANGE dst4 0 -1 WITHSCORES
+        GEORADIUS Sicily 0 0 1 km STORE dst
+        EXISTS dst
+        GEORADIUS nokey 0 0 1 km STORE dst2
+        EXISTS dst2
+        GEORADIUS nokey 0 0 1 km STORE never
+        SET str v
+        GEORADIUS Sicily 15 37 200 km STORE str
+        TYPE str
+    """)
+    same_keyspace(valkey_server, trafikey_server)
+
+
+def test_geosearch_and_store(pair23, valkey_server, trafikey_server) -> None:
+    run(pair23, SICILY + """
+        GEOSEARCH Sicily FROMLONLAT 15 37 BYRADIUS 200 km ASC
+        GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 400 km ASC WITHCOORD WITHDIST WITHHASH
+        GEOSEARCH Sicily FROMMEMBER Palermo BYBOX 400 400 km DESC WITHDIST
+        GEOSEARCH Sicily BYRADIUS 300 km FROMMEMBER Catania COUNT 2 WITHDIST
+        GEOSEARCH Sicily FROMMEMBER Catania BYRADIUS 300 km COUNT 2 ANY
+        GEOSEARCH Sicily FROMMEMBER Catania BYRADIUS 300 km COUNT 2 ANY DESC
+        GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 0 0 km
+        GEOSEARCH Sicily FROMMEMBER Palermo BYRADIUS 0 m WITHDIST
+        GEOSEARCH Sicily FROMMEMBER Palermo FROMMEMBER Catania BYRADIUS 10 km
+        GEOSEARCH nokey FROMMEMBER x BYRADIUS 1 km
+        GEOSEARCH Sicily FROMLONLAT 15 37 BYBOX 400 200 mi withdist
+        GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYBOX 400 400 km ASC COUNT 3
+        ZRANGE dst 0 -1 WITHSCORES
+        GEOSEARCHSTORE dst Sicily FROMLONLAT 15 37 BYBOX 400 400 km STOREDIST
+        ZRANGE dst 0 -1 WITHSCORES
+        GEOSEARCHSTORE dst Sicily FROMLONLAT 0 0 BYRADIUS 1 m
+        EXISTS dst
+        GEOSEARCHSTORE dst nokey FROMLONLAT 0 0 BYRADIUS 1 m
+        SET str v
+        GEOSEARCHSTORE str Sicily FROMMEMBER Palermo BYRADIUS 1 m STOREDIST
+        EXISTS str
+    """)
+    same_keyspace(valkey_server, trafikey_server)
+
+
+def test_store_encoding_follows_the_limits(pair23, valkey_server, trafikey_server) -> None:
+    lines = ["GEOADD big " + " ".join(f"{i * 0.001:.3f} {i * 0.001:.3f} m{i}" for i in range(200))]
+    lines += [
+        "OBJECT ENCODING big",
+        "GEOSEARCHSTORE small big FROMLONLAT 0 0 BYRADIUS 50 km COUNT 10",
+        "OBJECT ENCODING small",
+        "GEOSEARCHSTORE large big FROMLONLAT 0 0 BYRADIUS 5000 km",
+        "OBJECT ENCODING large",
+        "ZCARD large",
+        "GEORADIUS big 0 0 5000 km STOREDIST large2 DESC COUNT 150",
+        "OBJECT ENCODING large2",
+        "ZRANGE large2 0 4 WITHSCORES",
+    ]
+    run(pair23, "\n".join(lines))
+    same_keyspace(valkey_server, trafikey_server)
+
+
+def test_refusals(pair23, valkey_server, trafikey_server) -> None:
+    run(pair23, SICILY + "SET str v")
+    refused(pair23, valkey_server, trafikey_server, """
+        GEOADD Sicily 200 10 x
+        GEOADD Sicily 10 86 x
+        GEOADD Sicily 10 -85.06 x
+        GEOADD Sicily -180.0000001 0 x
+        GEOADD Sicily inf 0 x
+        GEOADD Sicily abc 0 x
+        GEOADD Sicily 0 abc x
+        GEOADD Sicily 1 1 a 2 2
+        GEOADD Sicily 1 1 a 200 2 b
+        GEOADD Sicily NX XX 1 1 a
+        GEOADD Sicily GT 1 1 a
+        GEOADD Sicily ch nx xx
+        GEOADD Sicily ch nx
+        GEOADD str 1 1 a
+        GEOADD str 1 1000 a
+        GEODIST Sicily Palermo Catania parsecs
+        GEODIST Sicily Palermo Catania km extra
+        GEODIST str a b
+        GEODIST str a b furlongs
+        GEOHASH str a
+        GEOPOS str a
+        GEORADIUS str 15 37 200 km
+        GEORADIUS Sicily 200 37 200 km
+        GEORADIUS Sicily 15 37 abc km
+        GEORADIUS Sicily 15 37 -1 km
+        GEORADIUS Sicily 15 37 1 lightyears
+        GEORADIUS Sicily 15 37 200 km COUNT 0
+        GEORADIUS Sicily 15 37 200 km COUNT -5
+        GEORADIUS Sicily 15 37 200 km COUNT x
+        GEORADIUS Sicily 15 37 200 km COUNT
+        GEORADIUS Sicily 15 37 200 km ANY
+        GEORADIUS Sicily 15 37 200 km ANY ASC
+        GEORADIUS Sicily 15 37 200 km STORE
+        GEORADIUS Sicily 15 37 200 km STORE dst WITHDIST
+        GEORADIUS Sicily 15 37 200 km WITHHASH STOREDIST dst
+        GEORADIUS Sicily 15 37 200 km FROMMEMBER Palermo
+        GEORADIUS Sicily 15 37 200 km bogus
+        GEORADIUS_RO Sicily 15 37 200 km STORE dst
+        GEORADIUSBYMEMBER Sicily NotThere 100 km
+        GEORADIUSBYMEMBER Sicily "a\\r\\nb\\0c" 100 km
+        GEORADIUSBYMEMBER Sicily Palermo 100 parsecs
+        GEORADIUSBYMEMBER_RO Sicily Palermo 100 km STOREDIST dst
+        GEORADIUSBYMEMBER str Palermo 100 km
+        GEOSEARCH Sicily BYRADIUS 10 km
+        GEOSEARCH Sicily FROMMEMBER Palermo
+        GEOSEARCH Sicily FROMMEMBER Palermo COUNT 2
+        geoSearch Sicily FROMLONLAT 1 1 COUNT 2
+        GEOSEARCH Sicily FROMMEMBER NotThere BYRADIUS 10 km
+        GEOSEARCH Sicily FROMMEMBER Palermo FROMLONLAT 1 1 BYRADIUS 10 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 FROMMEMBER Palermo BYRADIUS 10 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 10 km BYBOX 1 1 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX 1 1 km BYRADIUS 10 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX a 1 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX 1 a km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX -1 1 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX 1 -1 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX 1 1 parsecs
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYBOX 1 1
+        GEOSEARCH Sicily FROMLONLAT 1 BYRADIUS 1 km
+        GEOSEARCH Sicily FROMLONLAT 1 100 BYRADIUS 1 km
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km STORE dst
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km STOREDIST
+        GEOSEARCH Sicily FROMLONLAT 1 1 BYRADIUS 1 km ANY
+        GEOSEARCH nokey BYRADIUS 1 km
+        GEOSEARCH nokey FROMMEMBER x
+        GEOSEARCH str FROMMEMBER x BYRADIUS 1 km
+        GEOSEARCHSTORE dst Sicily FROMLONLAT 1 1 BYRADIUS 1 km WITHDIST
+        GEOSEARCHSTORE dst Sicily FROMLONLAT 1 1 BYRADIUS 1 km STORE x
+        GEOSEARCHSTORE dst str FROMLONLAT 1 1 BYRADIUS 1 km
+        GEOSEARCHSTORE dst Sicily FROMMEMBER NotThere BYRADIUS 1 km
+        GEOSEARCHSTORE dst nokey BYBOX 1 1 km
+    """)
