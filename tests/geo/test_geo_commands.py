@@ -144,6 +144,60 @@ def test_geosearch_and_store(pair23, valkey_server, trafikey_server) -> None:
     same_keyspace(valkey_server, trafikey_server)
 
 
+def test_geosearch_bypolygon(pair23, valkey_server, trafikey_server) -> None:
+    """BYPOLYGON (Valkey 9.0+): even-odd ray casting on the vertices,
+    distances from the centroid of the vertices, no FROM option."""
+    run(pair23, """
+        GEOADD p 0.5 0.2 a 0.1 0.1 b 2 2 c 0.9 0.05 d -0.1 0.5 e 0.3 0.3 f 179.5 0 g -179.5 0 h
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 WITHDIST WITHCOORD WITHHASH ASC
+        GEOSEARCH p BYPOLYGON 4 0 0 1 0 0 1 0 0 WITHDIST
+        GEOSEARCH p BYPOLYGON 5 -1 -1 1 -1 1 1 -1 1 -1 -1 WITHDIST DESC
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 COUNT 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 COUNT 2 ANY
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 BYPOLYGON 3 0 0 2 0 0 2
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 1 0 WITHDIST
+        GEOSEARCH p BYPOLYGON 6 0 0 3 0 3 3 1 1 0 3 0 0 WITHDIST
+        GEOSEARCH p BYPOLYGON 4 179 -1 -179 -1 -179 1 179 1
+        GEOSEARCH p BYPOLYGON 4 179 -1 180 -1 180 1 179 1 WITHCOORD
+        GEOSEARCH p BYPOLYGON 3 -10 80 10 80 0 85
+        GEOSEARCH nokey BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCHSTORE dst p BYPOLYGON 3 0 0 1 0 0 1 STOREDIST
+        ZRANGE dst 0 -1 WITHSCORES
+        GEOSEARCHSTORE dst2 p BYPOLYGON 3 0 0 1 0 0 1 COUNT 2
+        ZRANGE dst2 0 -1 WITHSCORES
+    """)
+    refused(pair23, valkey_server, trafikey_server, """
+        GEOSEARCH p BYPOLYGON 2 0 0 1 0
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0
+        GEOSEARCH p BYPOLYGON x 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 3.0 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 2147483648 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON -3 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 0 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 100
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 abc
+        GEOSEARCH p BYPOLYGON 4 0 0 1 0 0 1 200 0
+        GEOSEARCH p FROMMEMBER a BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCH p FROMMEMBER nosuch BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCH p FROMLONLAT 1 1 BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 FROMLONLAT 1 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 FROMMEMBER a
+        GEOSEARCH p BYRADIUS 1 km BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 BYRADIUS 1 km
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 BYBOX 1 1 km
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 2 2
+        GEOSEARCH p BYPOLYGON 3 0 0 2.5 0 0 2.5 BYPOLYGON 2 0 0 1 0 0 1
+        GEOSEARCH p ASC ASC ASC ASC BYPOLYGON 3
+        GEOSEARCH p ASC ASC ASC BYPOLYGON 3 0
+        GEOSEARCH p BYPOLYGON 3 0 0 1 0 0 1 ANY
+        GEORADIUS p 0 0 100 km BYPOLYGON 3 0 0 1 0 0 1
+        GEOSEARCHSTORE dst p BYPOLYGON 3 0 0 1 0 0 1 WITHDIST
+        GEOSEARCH nokey BYPOLYGON 2 0 0 1 0 0 1
+    """)
+
+
 def test_store_encoding_follows_the_limits(pair23, valkey_server, trafikey_server) -> None:
     lines = ["GEOADD big " + " ".join(f"{i * 0.001:.3f} {i * 0.001:.3f} m{i}" for i in range(200))]
     lines += [
@@ -211,6 +265,7 @@ def test_refusals(pair23, valkey_server, trafikey_server) -> None:
         GEOSEARCH Sicily FROMMEMBER Palermo
         GEOSEARCH Sicily FROMMEMBER Palermo COUNT 2
         geoSearch Sicily FROMLONLAT 1 1 COUNT 2
+        GEOSEARCH Sicily FROMMEMBER "x\\r\\ny\\0z" BYRADIUS 1 km
         GEOSEARCH Sicily FROMMEMBER NotThere BYRADIUS 10 km
         GEOSEARCH Sicily FROMMEMBER Palermo FROMLONLAT 1 1 BYRADIUS 10 km
         GEOSEARCH Sicily FROMLONLAT 1 1 FROMMEMBER Palermo BYRADIUS 10 km

@@ -39,6 +39,7 @@ from ..util.geohash import (
 )
 from ..util.longdouble import format as format_long_double
 from ..util.parsing import to_int
+from ..util.pqsort import pqsort
 from ..values.zset import ZSet
 from . import zset as zset_commands
 
@@ -364,10 +365,15 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
     found = _points(zs, shape, count if any_ else 0)
     if not found and store is None:
         return EMPTY_ARRAY
-    if sort != _NONE:
-        found.sort(key=_by_distance, reverse=sort == _DESC)
     if count and count < len(found):
+        # Valkey sorts only the first COUNT places, with its unstable
+        # partial quicksort: equal distances come out in its order.
+        if sort != _NONE:
+            pqsort(found, _cmp_asc if sort == _ASC else _cmp_desc, 0, count - 1)
         del found[count:]
+    elif sort != _NONE:
+        # A full sort is libc's qsort, a stable merge sort.
+        found.sort(key=_by_distance, reverse=sort == _DESC)
     conv = shape.conversion
     if store is not None:
         return _store(c, argv, store, [(d / conv if storedist else s, m) for d, s, m in found], storedist, flags)
@@ -388,6 +394,14 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
 
 def _by_distance(p: tuple[float, float, bytes]) -> float:
     return p[0]
+
+
+def _cmp_asc(a: tuple[float, float, bytes], b: tuple[float, float, bytes]) -> int:
+    return 1 if a[0] > b[0] else 0 if a[0] == b[0] else -1
+
+
+def _cmp_desc(a: tuple[float, float, bytes], b: tuple[float, float, bytes]) -> int:
+    return -_cmp_asc(a, b)
 
 
 def _points(zs: ZSet, shape: Shape, limit: int) -> list[tuple[float, float, bytes]]:
