@@ -159,7 +159,7 @@ def geoadd(c: Client, argv: list[bytes]) -> bytes:
         i += 1
     if (n - i) % 3 or (xx and nx):
         raise syntax()
-    zargv = [b"zadd", *argv[1:i]]
+    zargv = [b"ZADD", *argv[1:i]]
     for j in range(i, n, 3):
         x, y = _lon_lat(argv[j], argv[j + 1])
         zargv.append(b"%d" % score_of(x, y))
