@@ -314,3 +314,32 @@ def test_command_getkeys(pair) -> None:
         COMMAND GETKEYSANDFLAGS GEODIST k a b
         COMMAND GETKEYSANDFLAGS GEOHASH k a
     """)
+
+
+def test_extreme_sizes_and_places(pair23) -> None:
+    """Infinite and huge radii and boxes (C's NaN arithmetic, not errors),
+    zero sizes, antipodal points, the poles' latitude limit and the
+    antimeridian."""
+    run(pair23, """
+        GEOADD q 0 0 a 180 0 b -180 0 c 90 0 d -90 0 e 0 85 f 180 -85 g 0.0000001 0 h -179.9999999 0 i
+        GEODIST q a b
+        GEODIST q a c
+        GEODIST q a i
+        GEODIST q f g
+        GEOSEARCH q FROMLONLAT 0 0 BYRADIUS inf m WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYRADIUS 1e308 km WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYBOX inf inf m WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYBOX 1e308 1e308 km WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYRADIUS 20037 km WITHDIST ASC
+        GEOSEARCH q FROMLONLAT 180 0 BYRADIUS 30000 km WITHDIST DESC
+        GEOSEARCH q FROMMEMBER i BYBOX 40000 40000 km WITHDIST DESC
+        GEOSEARCH q FROMMEMBER f BYBOX 40000 1000 km WITHDIST DESC
+        GEORADIUS q 0 0 inf ft WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYRADIUS 0 m WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYBOX 0 0 m WITHDIST
+        GEOSEARCH q FROMLONLAT 0 85.05112878 BYRADIUS 100 km WITHDIST
+        GEOSEARCH q FROMLONLAT 180 -85.05112878 BYRADIUS 100 km WITHDIST
+        GEOSEARCH q FROMLONLAT 0 0 BYRADIUS 1e-320 m WITHDIST
+        GEOSEARCH q BYPOLYGON 3 -180 -85 180 -85 0 85 WITHDIST
+        GEOSEARCH q BYPOLYGON 3 0 80 120 80 -120 80 WITHDIST
+    """)

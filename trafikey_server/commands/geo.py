@@ -121,12 +121,18 @@ def _source(c: Client, key: bytes) -> ZSet | None:
 # -- replies --------------------------------------------------------------------------
 
 
+_LL_LIMIT_INT = 2**63
+_LL_LIMIT = float(_LL_LIMIT_INT)
+
+
 def _distance_reply(d: float) -> bytes:
     """fixedpoint_d2string(d, 4): the value rounded to ten-thousandths (to
     even on a tie, as llrint), as a bulk in both protocols."""
     if d == 0:
         return b"$6\r\n0.0000\r\n"
-    q = round(d * 10000.0)
+    x = d * 10000.0
+    # llrint of NaN or of a value past the long long range is LLONG_MIN.
+    q = round(x) if x == x and -_LL_LIMIT <= x < _LL_LIMIT else -_LL_LIMIT_INT
     s = b"%s%d.%04d" % (b"-" if q < 0 else b"", abs(q) // 10000, abs(q) % 10000)
     return bulk(s)
 

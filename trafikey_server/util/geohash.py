@@ -15,7 +15,7 @@ asin and sqrt, in the same order of operations).
 
 from __future__ import annotations
 
-from math import asin, atan2, cos, pi, sin, sqrt
+from math import asin, atan2, cos, isfinite, nan, pi, sin, sqrt
 
 LAT_MIN = -85.05112878
 LAT_MAX = 85.05112878
@@ -149,7 +149,10 @@ def distance(lon1: float, lat1: float, lon2: float, lat2: float) -> float:
     lat2r = _rad(lat2)
     u = sin((lat2r - lat1r) / 2)
     a = u * u + cos(lat1r) * cos(lat2r) * v * v
-    return 2.0 * EARTH_RADIUS * asin(sqrt(a))
+    s = sqrt(a)
+    if s > 1.0:
+        return nan  # C's asin past 1 (rounding, near-antipodal points)
+    return 2.0 * EARTH_RADIUS * asin(s)
 
 
 class Shape:
@@ -216,6 +219,12 @@ def _rad_deg(r: float) -> float:
     return r / _D_R
 
 
+def _c_cos(x: float) -> float:
+    """C's cos: NaN, not an exception, for an infinite argument (an
+    infinite search size)."""
+    return cos(x) if isfinite(x) else nan
+
+
 def _polygon_bounds(s: Shape) -> tuple[float, float, float, float]:
     """The vertices' bounding box in degrees; sets the shape's centre to the
     centroid of the vertices (the mean of their points on the sphere)."""
@@ -251,8 +260,8 @@ def _bounds(s: Shape) -> tuple[float, float, float, float]:
         height = s.conversion * (s.height / 2)
         width = s.conversion * (s.width / 2)
     lat_delta = _rad_deg(height / EARTH_RADIUS)
-    top = _rad_deg(width / EARTH_RADIUS / cos(_rad(s.y + lat_delta)))
-    bottom = _rad_deg(width / EARTH_RADIUS / cos(_rad(s.y - lat_delta)))
+    top = _rad_deg(width / EARTH_RADIUS / _c_cos(_rad(s.y + lat_delta)))
+    bottom = _rad_deg(width / EARTH_RADIUS / _c_cos(_rad(s.y - lat_delta)))
     delta = bottom if s.y < 0 else top
     return s.x - delta, s.y - lat_delta, s.x + delta, s.y + lat_delta
 
