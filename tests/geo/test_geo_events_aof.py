@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import hiredis
 import pytest
 from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
 from helpers.keyevents import compare, streams_with_flags
-from helpers.resp_wire import Wire
+from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, own_pair
 
 WORKLOAD: list[tuple[Any, ...]] = [
@@ -134,3 +135,41 @@ def test_watch_sees_geo_writes(pair) -> None:
         pair.check("MULTI")
         pair.check("PING")
         assert (pair.check("EXEC") == b"*-1\r\n") == aborted, cmd
+
+
+def _wait_blocked(w: Wire) -> None:
+    for _ in range(200):
+        if b"blocked_clients:1\r\n" in w.call("INFO", "clients"):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the client never blocked")
+
+
+def test_geo_writes_wake_blocked_pops(valkey_server: Proc, trafikey_server: Proc) -> None:
+    """A sorted set that GEOADD or a STORE creates serves a client blocked
+    in BZPOPMIN on it, as on Valkey."""
+    writes = [
+        ("GEOSEARCHSTORE", "dst", "src", "FROMLONLAT", "1", "1", "BYRADIUS", "1", "km"),
+        ("GEOADD", "g", "2", "2", "y"),
+        ("GEORADIUS", "src", "1", "1", "1", "km", "STORE", "dst2"),
+        ("GEORADIUSBYMEMBER", "src", "x", "1", "km", "STOREDIST", "dst3"),
+    ]
+    replies = []
+    for p in (valkey_server, trafikey_server):
+        a, b = Wire(p.port), Wire(p.port)
+        try:
+            a.call("FLUSHALL")
+            a.call("GEOADD", "src", "1", "1", "x")
+            got = []
+            for cmd in writes:
+                key = cmd[1] if cmd[0] in ("GEOSEARCHSTORE", "GEOADD") else cmd[-1]
+                b.send_raw(encode("BZPOPMIN", key, "5"))
+                _wait_blocked(a)
+                got.append(a.call(*cmd))
+                got.append(b.read_reply())
+            replies.append(got)
+        finally:
+            a.close()
+            b.close()
+    assert replies[1] == replies[0]
+    assert all(r.startswith(b"*3\r\n") for r in replies[0][1::2])
