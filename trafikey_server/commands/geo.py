@@ -170,14 +170,23 @@ def geoadd(c: Client, argv: list[bytes]) -> bytes:
         x, y = _lon_lat(argv[j], argv[j + 1])
         zargv.append(b"%d" % score_of(x, y))
         zargv.append(argv[j + 2])
-    # ZADD does the work; what it changed decides whether the ZADD is logged.
-    key = argv[1]
-    zs = c.db.get_zset(key)
-    before = None if zs is None else [zs.scores.get(m) for m in zargv[i + 1::2]]
+    # ZADD does the work; whether it changes anything decides whether the
+    # ZADD is logged. Up to the first change nothing has moved, so the set
+    # as it is now answers for every element before it.
+    zs = c.db.get_zset(argv[1])
+    table = zs.scores if zs is not None else {}
+    changes = False
+    for k in range(i, len(zargv), 2):
+        old = table.get(zargv[k + 1])
+        if old is None:
+            if not xx:
+                changes = True
+                break
+        elif not nx and float(zargv[k]) != old:
+            changes = True
+            break
     reply = zset_commands.zadd(c, zargv)
-    zs = c.db.get_zset(key)
-    after = None if zs is None else [zs.scores.get(m) for m in zargv[i + 1::2]]
-    if before == after:
+    if not changes:
         c.server.dirty -= 1
     elif c.server.aof is not None:
         c.server.aof.add(c.db.id, [zargv])
