@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from helpers.aof_util import keyspace
+from helpers.resp_wire import Wire
 from helpers.script import run, words
 
 SICILY = """
@@ -343,3 +344,38 @@ def test_extreme_sizes_and_places(pair23) -> None:
         GEOSEARCH q BYPOLYGON 3 -180 -85 180 -85 0 85 WITHDIST
         GEOSEARCH q BYPOLYGON 3 0 80 120 80 -120 80 WITHDIST
     """)
+
+
+def test_acl_key_permissions(pair, valkey_server, trafikey_server) -> None:
+    """The STORE key of GEORADIUS is written, the searched key only read:
+    a user allowed to read ``src*`` and write ``dst*`` may store into dst
+    only, as on Valkey."""
+    run(pair, """
+        ACL SETUSER georeader on nopass +@all %R~src* %W~dst*
+        GEOADD src 1 1 a
+    """)
+    ws = [Wire(valkey_server.port), Wire(trafikey_server.port)]
+    seen: list[bytes] = []
+    try:
+        for w in ws:
+            assert w.call("AUTH", "georeader", "x") == b"+OK\r\n"
+        for line in (
+            "GEORADIUS src 1 1 10 km STORE dst1",
+            "GEORADIUS src 1 1 10 km STORE other",
+            "GEORADIUS src 1 1 10 km STORE other STOREDIST dst2",
+            "GEORADIUSBYMEMBER src a 10 km STOREDIST other",
+            "GEORADIUS_RO src 1 1 10 km",
+            "GEOSEARCHSTORE dst3 src FROMMEMBER a BYRADIUS 10 km",
+            "GEOSEARCHSTORE other src FROMMEMBER a BYRADIUS 10 km",
+            "GEOADD src 2 2 b",
+            "GEOADD dst4 2 2 b",
+            "GEOPOS dst1 a",
+        ):
+            replies = [w.call(*words(line)) for w in ws]
+            assert replies[1] == replies[0], (line, replies)
+            seen.append(replies[0][:7])
+        assert b"-NOPERM" in seen and b":1\r\n" in seen
+    finally:
+        for w in ws:
+            w.close()
+        run(pair, "ACL DELUSER georeader")
