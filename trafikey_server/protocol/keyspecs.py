@@ -96,6 +96,25 @@ def _migrate_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     return [(first + k, ("RW", "access", "delete")) for k in range(num)]
 
 
+def _georadius_keys(argv: Sequence[bytes]) -> list[KeyRef]:
+    """GEORADIUS[BYMEMBER]'s keys (georadiusGetKeys): the source, and the
+    key after the last STORE or STOREDIST from the sixth argument on (the
+    later one wins, as in the command)."""
+    out: list[KeyRef] = [(1, ("RO", "access"))]
+    store = 0
+    argc = len(argv)
+    i = 5
+    while i < argc:
+        w = argv[i].split(b"\0", 1)[0].lower()
+        if w in (b"store", b"storedist") and i + 1 < argc:
+            store = i + 1
+            i += 1
+        i += 1
+    if store:
+        out.append((store, ("OW", "update")))
+    return out
+
+
 # Valkey resolves key specs flagged ``variable_flags`` with a per-command
 # function (its getkeys_proc) instead of the spec's declared flags, and
 # falls back to that function when the specs are incomplete (SORT's keys
@@ -103,6 +122,7 @@ def _migrate_keys(argv: Sequence[bytes]) -> list[KeyRef]:
 # here keeps its spec flags.
 _VARIABLE_FLAGS: dict[str, Callable[[Sequence[bytes]], list[KeyRef]]] = {
     "set": _set_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys, "migrate": _migrate_keys,
+    "georadius": _georadius_keys, "georadiusbymember": _georadius_keys,
 }
 
 

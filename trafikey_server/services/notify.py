@@ -73,6 +73,7 @@ KINDS: dict[bytes, int] = {
     b"zadd": ZSET, b"zincr": ZSET, b"zrem": ZSET, b"zremrangebyscore": ZSET, b"zremrangebyrank": ZSET,
     b"zremrangebylex": ZSET, b"zpopmin": ZSET, b"zpopmax": ZSET, b"zunionstore": ZSET,
     b"zinterstore": ZSET, b"zdiffstore": ZSET, b"zrangestore": ZSET,
+    b"georadiusstore": ZSET, b"geosearchstore": ZSET,
     b"sadd": SET, b"srem": SET, b"spop": SET, b"sinterstore": SET, b"sunionstore": SET, b"sdiffstore": SET,
     b"xadd": STREAM, b"xtrim": STREAM, b"xdel": STREAM, b"xsetid": STREAM, b"xgroup-create": STREAM,
     b"xgroup-createconsumer": STREAM, b"xgroup-delconsumer": STREAM, b"xgroup-destroy": STREAM,

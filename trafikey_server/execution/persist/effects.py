@@ -329,6 +329,13 @@ RULES: dict[bytes, Rule] = {
     b"migrate": _nothing,  # logs the DEL of what the target took (commands/migrate.py)
     b"pfadd": _unless_zero,
     b"pfdebug": _nothing,  # logs itself when it turned a value dense (commands/hyperloglog.py)
+    # Geo writes log themselves when they changed the keyspace
+    # (commands/geo.py): GEOADD as the ZADD it became, a search with
+    # STORE as sent.
+    b"geoadd": _nothing,
+    b"georadius": _nothing,
+    b"georadiusbymember": _nothing,
+    b"geosearchstore": _nothing,
     b"cluster|flushslot": _nothing,
 }
 
