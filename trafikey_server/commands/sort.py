@@ -25,7 +25,6 @@ encoding (Valkey converts it before reading it), SORT_RO included.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
@@ -35,6 +34,7 @@ from ..services.acl import READ
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.floats import parse_double
 from ..util.parsing import to_int
+from ..util.pqsort import pqsort
 from ..util.slots import keyslot, pattern_slot
 from ..values.hash import Hash
 from ..values.list_type import List, loaded
@@ -108,90 +108,6 @@ def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
     if t is bytearray:
         return bytes(v)
     return None
-
-
-def partial_quicksort(v: list[T], cmp: Callable[[T, T], int], lo: int, hi: int) -> None:
-    """Order ``v`` so that positions lo..hi hold what a full sort puts
-    there, as Valkey's pqsort does it (Bentley and McIlroy's quicksort
-    that skips partitions outside the range). With a comparison that has
-    ties (SORT BY ... ALPHA), equal elements end up exactly where
-    Valkey's would, which a stable sort does not reproduce."""
-
-    def swap(i: int, j: int) -> None:
-        v[i], v[j] = v[j], v[i]
-
-    def med3(i: int, j: int, k: int) -> int:
-        if cmp(v[i], v[j]) < 0:
-            if cmp(v[j], v[k]) < 0:
-                return j
-            return k if cmp(v[i], v[k]) < 0 else i
-        if cmp(v[j], v[k]) > 0:
-            return j
-        return i if cmp(v[i], v[k]) < 0 else k
-
-    def outside(first: int, last: int) -> bool:
-        return (lo < first and hi < first) or (lo > last and hi > last)
-
-    def run(a: int, n: int) -> None:
-        while True:
-            if n < 7:  # insertion sort
-                for m in range(a + 1, a + n):
-                    i = m
-                    while i > a and cmp(v[i - 1], v[i]) > 0:
-                        swap(i, i - 1)
-                        i -= 1
-                return
-            pm = a + n // 2
-            if n > 7:
-                pl, pn = a, a + n - 1
-                if n > 40:
-                    d = n // 8
-                    pl = med3(pl, pl + d, pl + 2 * d)
-                    pm = med3(pm - d, pm, pm + d)
-                    pn = med3(pn - 2 * d, pn - d, pn)
-                pm = med3(pl, pm, pn)
-            swap(a, pm)
-            pa = pb = a + 1
-            pc = pd = a + n - 1
-            while True:
-                while pb <= pc:
-                    r = cmp(v[pb], v[a])
-                    if r > 0:
-                        break
-                    if r == 0:
-                        swap(pa, pb)
-                        pa += 1
-                    pb += 1
-                while pb <= pc:
-                    r = cmp(v[pc], v[a])
-                    if r < 0:
-                        break
-                    if r == 0:
-                        swap(pc, pd)
-                        pd -= 1
-                    pc -= 1
-                if pb > pc:
-                    break
-                swap(pb, pc)
-                pb += 1
-                pc -= 1
-            end = a + n
-            k = min(pa - a, pb - pa)
-            for i in range(k):
-                swap(a + i, pb - k + i)
-            k = min(pd - pc, end - pd - 1)
-            for i in range(k):
-                swap(pb + i, end - k + i)
-            k = pb - pa
-            if k > 1 and not outside(a, a + k - 1):
-                run(a, k)
-            k = pd - pc
-            if k > 1 and not outside(end - k, end - 1):
-                a, n = end - k, k
-                continue
-            return
-
-    run(0, len(v))
 
 
 def _full_key_access(c: Client) -> bool:
@@ -340,7 +256,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
                         a, b = x[0], y[0]
                         return 0 if a == b else (sign if a > b else -sign)
 
-                    partial_quicksort(keyed, cmp, start, end)
+                    pqsort(keyed, cmp, start, end)
                 else:
                     keyed.sort(key=lambda p: p[0], reverse=desc)
                 elements = [e for _, e in keyed]
