@@ -26,7 +26,7 @@ encoding (Valkey converts it before reading it), SORT_RO included.
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..protocol.args import word
 from ..protocol.resp import array_header, integer
@@ -52,9 +52,6 @@ _GET_CLUSTER = (b"ERR GET option of SORT denied in Cluster mode when keys formed
 _BY_ACL = b"ERR BY option of SORT denied due to insufficient ACL permissions."
 _GET_ACL = b"ERR GET option of SORT denied due to insufficient ACL permissions."
 _NOT_DOUBLE = b"ERR One or more scores can't be converted into double"
-
-T = TypeVar("T")
-
 
 
 def _cstr(b: bytes) -> bytes:
