@@ -1,0 +1,63 @@
+"""Server and introspection rows a standalone server answers: READONLY,
+READWRITE, ASKING, ROLE and MODULE, byte for byte against Valkey 9.1.2 in
+RESP2 and RESP3, refusals included (with enable-module-command off and on)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import Pair
+from helpers.resp_wire import Wire
+from helpers.servers import start_trafikey, start_valkey
+
+
+def _keyspace(p: Pair) -> None:
+    assert p.check("DBSIZE") == b":0\r\n"
+
+
+def test_cluster_routing_words_standalone(pair23: Pair) -> None:
+    pair23.check("SET", "k", "v")
+    pair23.check_all(("READONLY",), ("READWRITE",), ("ASKING",), ("READONLY", "x"), ("READWRITE", "x"),
+                     ("ASKING", "x"), ("GET", "k"), ("DBSIZE",))
+
+
+def test_role_of_a_primary_without_replicas(pair23: Pair) -> None:
+    assert pair23.check("ROLE") == b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"
+    pair23.check("ROLE", "x")
+    _keyspace(pair23)
+
+
+def test_module_list_help_and_syntax(pair23: Pair) -> None:
+    pair23.check_all(("MODULE", "LIST"), ("MODULE", "HELP"), ("MODULE", "help"), ("MODULE", "LIST", "x"),
+                     ("MODULE", "HELP", "x"), ("MODULE", "FOO"), ("MODULE",), ("MODULE", "UNLOAD"),
+                     ("MODULE", "LOAD"))
+    _keyspace(pair23)
+
+
+@pytest.fixture(scope="module", params=["no", "yes"], ids=["modules-off", "modules-on"])
+def module_pair(request: pytest.FixtureRequest) -> Iterator[tuple[Wire, Wire]]:
+    v = start_valkey("--enable-module-command", request.param)
+    t = start_trafikey("--enable-module-command", request.param)
+    try:
+        yield Wire(v.port), Wire(t.port)
+    finally:
+        v.stop()
+        t.stop()
+
+
+@pytest.mark.parametrize("cmd", [
+    ("MODULE", "LOAD", "/nonexistent/module.so"),
+    ("MODULE", "LOAD", "/nonexistent/module.so", "a", "b"),
+    ("MODULE", "LOADEX", "/nonexistent/module.so"),
+    ("MODULE", "LOADEX", "/nonexistent/module.so", "CONFIG", "n", "v", "ARGS", "x"),
+    ("MODULE", "LOADEX", "/nonexistent/module.so", "CONFIG"),
+    ("MODULE", "UNLOAD", "nosuch"),
+    ("MODULE", "UNLOAD", "a", "b"),
+    ("MODULE", "LIST"),
+])
+def test_module_refusals(module_pair: tuple[Wire, Wire], cmd: tuple[str, ...]) -> None:
+    v, t = module_pair
+    before = v.call("DBSIZE"), t.call("DBSIZE")
+    assert t.call(*cmd) == v.call(*cmd), cmd
+    assert (v.call("DBSIZE"), t.call("DBSIZE")) == before

@@ -1,0 +1,94 @@
+"""Server rows a standalone server answers without the machinery behind them:
+cluster routing words (READONLY, READWRITE, ASKING), ROLE of a primary
+without replicas, and MODULE (no loadable modules here, only the built-in Lua
+engine Valkey itself lists)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..protocol.resp import OK, array, bulk
+from ..util.errors import CommandError
+from .server import local_client
+
+if TYPE_CHECKING:
+    from ..services.client import Client
+
+
+def readonly(c: Client, argv: list[bytes]) -> bytes:
+    # Valkey accepts the read-only switch outside cluster mode and ignores it.
+    return OK
+
+
+def readwrite(c: Client, argv: list[bytes]) -> bytes:
+    return OK
+
+
+def asking(c: Client, argv: list[bytes]) -> bytes:
+    raise CommandError(b"ERR This instance has cluster support disabled")
+
+
+def role(c: Client, argv: list[bytes]) -> bytes:
+    # A primary that never had a replica: no replication offset, no replicas.
+    return b"*3\r\n" + bulk(b"master") + b":0\r\n*0\r\n"
+
+
+# -- MODULE -----------------------------------------------------------------------------
+
+_MODULE_OFF = (
+    b'ERR MODULE command not allowed. If the enable-module-command option is set to "local", you can run it '
+    b"from a local connection, otherwise you need to set this option in the configuration file, and then "
+    b"restart the server."
+)
+
+_MODULE_HELP = [
+    b"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"LIST",
+    b"    Return a list of loaded modules.",
+    b"LOAD <path> [<arg> ...]",
+    b"    Load a module library from <path>, passing to it any optional arguments.",
+    b"LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    b"    Load a module library from <path>, while passing it module configurations and optional arguments.",
+    b"UNLOAD <name>",
+    b"    Unload a module.",
+    b"HELP",
+    b"    Print this help.",
+]
+
+
+def _protected(c: Client) -> None:
+    """LOAD, LOADEX and UNLOAD are protected: refused unless enable-module-command allows this connection."""
+    allowed = c.server.config.values.get("enable-module-command", "no")
+    if allowed == "no" or (allowed == "local" and not local_client(c)):
+        raise CommandError(_MODULE_OFF)
+
+
+def module_help(c: Client, argv: list[bytes]) -> bytes:
+    return array([b"+%s\r\n" % line for line in _MODULE_HELP])
+
+
+def module_list(c: Client, argv: list[bytes]) -> bytes:
+    # Valkey 9.1 lists its Lua scripting engine as a module; so do we.
+    lua = c.r.map([
+        (bulk(b"name"), bulk(b"lua")),
+        (bulk(b"ver"), b":1\r\n"),
+        (bulk(b"path"), bulk(b"lua")),
+        (bulk(b"args"), b"*0\r\n"),
+    ])
+    return b"*1\r\n" + lua
+
+
+def module_load(c: Client, argv: list[bytes]) -> bytes:
+    # No native module can be loaded into this server: every path fails as a bad library does in Valkey.
+    _protected(c)
+    raise CommandError(b"ERR Error loading the extension. Please check the server logs.")
+
+
+def module_loadex(c: Client, argv: list[bytes]) -> bytes:
+    _protected(c)
+    raise CommandError(b"ERR Error loading the extension. Please check the server logs.")
+
+
+def module_unload(c: Client, argv: list[bytes]) -> bytes:
+    _protected(c)
+    raise CommandError(b"ERR Error unloading module: no such module with that name")
