@@ -61,3 +61,30 @@ def test_module_refusals(module_pair: tuple[Wire, Wire], cmd: tuple[str, ...]) -
     before = v.call("DBSIZE"), t.call("DBSIZE")
     assert t.call(*cmd) == v.call(*cmd), cmd
     assert (v.call("DBSIZE"), t.call("DBSIZE")) == before
+
+
+# -- LOLWUT: the plain version line exactly; the random art by its frame ------------------
+
+def test_lolwut_version_line(pair23: Pair) -> None:
+    for v in ("0", "1", "4", "7", "8", "10", "-1", "4294967297"):
+        pair23.check("LOLWUT", "VERSION", v)
+        pair23.check("LOLWUT", "version", v, "extra", "args")
+    pair23.check_all(("LOLWUT", "VERSION", "x"), ("LOLWUT", "VERSION", "5", "x"), ("LOLWUT", "VERSION", "6", "1", "y"),
+                     ("LOLWUT", "foo"), ("LOLWUT", "VERSION"), ("LOLWUT", "1.5"), ("LOLWUT", "1", "1", "x"),
+                     ("LOLWUT", "1", "1", "0.5", "0.25", "1"))
+    _keyspace(pair23)
+
+
+@pytest.mark.parametrize("args", [(), ("VERSION", "5"), ("VERSION", "6"), ("VERSION", "9"), ("VERSION", "4294967301"),
+                                  ("1", "1", "0.5", "0.25")])
+def test_lolwut_art_frame(pair23: Pair, args: tuple[str, ...]) -> None:
+    """The art is random in Valkey: compare the reply type and the closing caption line."""
+    v, t = pair23.both("LOLWUT", *args)
+    assert t[:1] == v[:1]
+    assert t.endswith(b" Valkey ver. 9.1.2\n\r\n")
+    assert v.endswith(b" Valkey ver. 9.1.2\n\r\n")
+    v_last = v.rstrip(b"\r\n").split(b"\n")[-1].removeprefix(b"txt:")
+    t_last = t.rstrip(b"\r\n").split(b"\n")[-1].removeprefix(b"txt:")
+    assert t_last == v_last
+    if args and args[0] == "1":
+        assert t.split(b"\n")[-3:] == v.split(b"\n")[-3:]

@@ -5,10 +5,13 @@ engine Valkey itself lists)."""
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from ..protocol.resp import OK, array, bulk
 from ..util.errors import CommandError
+from ..util.parsing import to_int
+from ..util.versions import VALKEY_VERSION
 from .server import local_client
 
 if TYPE_CHECKING:
@@ -31,6 +34,60 @@ def asking(c: Client, argv: list[bytes]) -> bytes:
 def role(c: Client, argv: list[bytes]) -> bytes:
     # A primary that never had a replica: no replication offset, no replicas.
     return b"*3\r\n" + bulk(b"master") + b":0\r\n*0\r\n"
+
+
+# -- LOLWUT -----------------------------------------------------------------------------
+
+_NOT_INT = b"ERR value is not an integer or out of range"
+_LOLWUT_SYNTAX = b"ERR Syntax error. Use: LOLWUT [columns rows] [real imaginary]"
+_ART_CAPTIONS = {
+    b"5": b"Georg Nees - schotter, plotter on paper, 1968.",
+    b"6": b"Dedicated to the 8 bit game developers of past and present.\n"
+          b"Original 8 bit image from Plaguemon by hikikomori.",
+}
+
+
+def _float(a: bytes) -> float | None:
+    try:
+        return float(a)
+    except ValueError:
+        return None
+
+
+def _ints(args: list[bytes]) -> None:
+    for a in args:
+        if to_int(a) is None:
+            raise CommandError(_NOT_INT)
+
+
+def lolwut(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey draws random computer art for versions 5, 6 and 9 (the default);
+    the art cannot be reproduced, so those answers keep only their caption and
+    version line. Every other version gets Valkey's plain version line."""
+    version = VALKEY_VERSION.encode()
+    args = argv[1:]
+    if len(argv) >= 3 and argv[1].lower() == b"version":
+        ver = to_int(argv[2])
+        if ver is None:
+            raise CommandError(_NOT_INT)
+        version = b"%d.0.0" % (ver & 0xFFFFFFFF)  # Valkey prints it as an unsigned int
+        args = argv[3:]
+    major = version.split(b".")[0]
+    tail = b" Valkey ver. " + VALKEY_VERSION.encode() + b"\n"
+    if major == b"5":
+        _ints(args[:3])
+        return c.r.verbatim(_ART_CAPTIONS[b"5"] + tail)
+    if major == b"6":
+        _ints(args[:2])
+        return c.r.verbatim(_ART_CAPTIONS[b"6"] + tail)
+    if major == b"9":
+        if len(args) > 4 or any(to_int(a) is None for a in args[:2]) or any(_float(a) is None for a in args[2:]):
+            raise CommandError(_LOLWUT_SYNTAX)
+        real = float(args[2]) if len(args) > 2 else random.uniform(-1, 1)
+        imag = float(args[3]) if len(args) > 3 else random.uniform(-1, 1)
+        return c.r.verbatim(b"Ascii representation of Julia set with constant %.2f + %.2fi\n"
+                            b"Don't forget to have fun!%s" % (real, imag, tail))
+    return c.r.verbatim(b"Valkey ver." + VALKEY_VERSION.encode() + b"\n")
 
 
 # -- MODULE -----------------------------------------------------------------------------
