@@ -88,3 +88,9 @@ def test_lolwut_art_frame(pair23: Pair, args: tuple[str, ...]) -> None:
     assert t_last == v_last
     if args and args[0] == "1":
         assert t.split(b"\n")[-3:] == v.split(b"\n")[-3:]
+
+
+def test_memory_malloc_stats_and_purge(pair23: Pair) -> None:
+    pair23.check_all(("MEMORY", "MALLOC-STATS"), ("MEMORY", "PURGE"), ("MEMORY", "malloc-stats", "x"),
+                     ("MEMORY", "PURGE", "x"), ("MEMORY", "HELP"))
+    _keyspace(pair23)

@@ -149,3 +149,15 @@ def module_loadex(c: Client, argv: list[bytes]) -> bytes:
 def module_unload(c: Client, argv: list[bytes]) -> bytes:
     _protected(c)
     raise CommandError(b"ERR Error unloading module: no such module with that name")
+
+
+# -- MEMORY MALLOC-STATS, MEMORY PURGE ----------------------------------------------------
+
+def memory_malloc_stats(c: Client, argv: list[bytes]) -> bytes:
+    # Python's allocator has no report in jemalloc's form: answer as Valkey built without jemalloc does.
+    return bulk(b"Stats not supported for the current allocator")
+
+
+def memory_purge(c: Client, argv: list[bytes]) -> bytes:
+    # Nothing to hand back to the system on demand; Valkey without jemalloc answers the same.
+    return OK
