@@ -4,6 +4,7 @@ RESP2 and RESP3, refusals included (with enable-module-command off and on)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -93,4 +94,57 @@ def test_lolwut_art_frame(pair23: Pair, args: tuple[str, ...]) -> None:
 def test_memory_malloc_stats_and_purge(pair23: Pair) -> None:
     pair23.check_all(("MEMORY", "MALLOC-STATS"), ("MEMORY", "PURGE"), ("MEMORY", "malloc-stats", "x"),
                      ("MEMORY", "PURGE", "x"), ("MEMORY", "HELP"))
+    _keyspace(pair23)
+
+
+# -- CLIENT CAPA, CLIENT IMPORT-SOURCE, and the flags READONLY sets ----------------------------
+
+def _flags(p: Pair) -> tuple[bytes, bytes]:
+    """The flags= and capa= fields of CLIENT INFO on both sides."""
+    v, t = p.both("CLIENT", "INFO")
+    return tuple(re.search(rb"flags=\S+ capa=\S*", x).group() for x in (v, t))  # type: ignore[union-attr,return-value]
+
+
+def _same_flags(p: Pair) -> bytes:
+    v, t = _flags(p)
+    assert t == v
+    return v
+
+
+def test_client_capa(pair23: Pair) -> None:
+    assert _same_flags(pair23) == b"flags=N capa="
+    pair23.check_all(("CLIENT", "CAPA"), ("CLIENT", "CAPA", "foo"))
+    assert _same_flags(pair23) == b"flags=N capa="
+    pair23.check_all(("CLIENT", "CAPA", "foo", "REDIRECT"), ("CLIENT", "CAPA", "redirect"))
+    assert _same_flags(pair23) == b"flags=N capa=r"
+    pair23.check("RESET")
+    assert _same_flags(pair23) == b"flags=N capa=r"
+
+
+def test_readonly_flag(pair23: Pair) -> None:
+    pair23.check_all(("READONLY",), ("CLIENT", "NO-EVICT", "ON"), ("CLIENT", "NO-TOUCH", "ON"))
+    assert _same_flags(pair23) == b"flags=reT capa="
+    pair23.check("READWRITE")
+    assert _same_flags(pair23) == b"flags=eT capa="
+    pair23.check_all(("READONLY",), ("RESET",))
+    assert _same_flags(pair23) == b"flags=N capa="
+
+
+def test_client_import_source(pair23: Pair) -> None:
+    off = ("CONFIG", "SET", "import-mode", "no")
+    pair23.check_all(off, ("CLIENT", "IMPORT-SOURCE"), ("CLIENT", "IMPORT-SOURCE", "on", "x"),
+                     ("CLIENT", "IMPORT-SOURCE", "ON"), ("CLIENT", "IMPORT-SOURCE", "x"),
+                     ("CLIENT", "IMPORT-SOURCE", "off"), ("CLIENT", "IMPORT-SOURCE", "OFF"))
+    try:
+        pair23.check_all(("CONFIG", "SET", "import-mode", "yes"), ("CLIENT", "IMPORT-SOURCE", "x"),
+                         ("CLIENT", "IMPORT-SOURCE", "on"), ("READONLY",), ("CLIENT", "NO-TOUCH", "ON"))
+        assert _same_flags(pair23) == b"flags=rTI capa="
+        pair23.check_all(off, ("CLIENT", "IMPORT-SOURCE", "ON"))
+        assert _same_flags(pair23) == b"flags=rTI capa="
+        pair23.check("CLIENT", "IMPORT-SOURCE", "OFF")
+        assert _same_flags(pair23) == b"flags=rT capa="
+        pair23.check_all(("CONFIG", "SET", "import-mode", "yes"), ("CLIENT", "IMPORT-SOURCE", "on"), ("RESET",))
+        assert _same_flags(pair23) == b"flags=N capa="
+    finally:
+        pair23.check(*off)
     _keyspace(pair23)

@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 
 
 def readonly(c: Client, argv: list[bytes]) -> bytes:
-    # Valkey accepts the read-only switch outside cluster mode and ignores it.
+    # Valkey accepts the switch outside cluster mode: only CLIENT LIST shows it.
+    c.readonly = True
     return OK
 
 
 def readwrite(c: Client, argv: list[bytes]) -> bytes:
+    c.readonly = False
     return OK
 
 
@@ -160,4 +162,29 @@ def memory_malloc_stats(c: Client, argv: list[bytes]) -> bytes:
 
 def memory_purge(c: Client, argv: list[bytes]) -> bytes:
     # Nothing to hand back to the system on demand; Valkey without jemalloc answers the same.
+    return OK
+
+
+# -- CLIENT CAPA, CLIENT IMPORT-SOURCE ------------------------------------------------------
+
+def client_capa(c: Client, argv: list[bytes]) -> bytes:
+    # Unknown capabilities are ignored, as Valkey ignores them.
+    for a in argv[2:]:
+        if a.lower() == b"redirect":
+            c.capa_redirect = True
+    return OK
+
+
+def client_import_source(c: Client, argv: list[bytes]) -> bytes:
+    """Marks the connection as an import source (flag I). Turning it off is
+    always allowed; anything else needs import-mode, as in Valkey."""
+    word = argv[2].lower()
+    if not c.server.config.values["import-mode"] and word != b"off":
+        raise CommandError(b"ERR Server is not in import mode")
+    if word == b"on":
+        c.import_source = True
+    elif word == b"off":
+        c.import_source = False
+    else:
+        raise CommandError(b"ERR syntax error")
     return OK
