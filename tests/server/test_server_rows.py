@@ -148,3 +148,25 @@ def test_client_import_source(pair23: Pair) -> None:
     finally:
         pair23.check(*off)
     _keyspace(pair23)
+
+
+# -- SCRIPT DEBUG: NO and every refusal as Valkey; YES/SYNC refused (no Lua debugger) -----------
+
+def test_script_debug(pair23: Pair) -> None:
+    pair23.check_all(("SCRIPT", "DEBUG", "NO"), ("SCRIPT", "DEBUG", "no", "LUA"), ("SCRIPT", "DEBUG", "x"),
+                     ("SCRIPT", "DEBUG", "x", "lua"), ("SCRIPT", "DEBUG", "x", "y"), ("SCRIPT", "DEBUG", "yes", "y"),
+                     ("SCRIPT", "DEBUG"), ("SCRIPT", "DEBUG", "no", "lua", "z"), ("SCRIPT", "HELP"))
+    pair23.check_all(("MULTI",), ("SCRIPT", "DEBUG", "x", "y"), ("SCRIPT", "DEBUG", "x"), ("SCRIPT", "DEBUG", "no"),
+                     ("SCRIPT", "DEBUG", "no", "lua", "z"), ("EXEC",))
+    _keyspace(pair23)
+
+
+@pytest.mark.parametrize("mode", ["YES", "sync"])
+def test_script_debug_on_is_refused(pair23: Pair, mode: str) -> None:
+    """Valkey answers OK and debugs the next EVAL; without a debugger this server refuses instead."""
+    v, t = pair23.both("SCRIPT", "DEBUG", mode)
+    assert v == b"+OK\r\n"
+    assert t == b"-ERR SCRIPT DEBUG YES/SYNC is not supported: this server has no Lua debugger, " \
+                b"scripts always run to completion\r\n"
+    pair23.v.call("SCRIPT", "DEBUG", "NO")
+    pair23.check("EVAL", "return 1", "0")

@@ -188,3 +188,29 @@ def client_import_source(c: Client, argv: list[bytes]) -> bytes:
     else:
         raise CommandError(b"ERR syntax error")
     return OK
+
+
+# -- SCRIPT DEBUG ---------------------------------------------------------------------------
+
+_NO_DEBUGGER = (
+    b"ERR SCRIPT DEBUG YES/SYNC is not supported: this server has no Lua debugger, "
+    b"scripts always run to completion"
+)
+
+
+def script_debug(c: Client, argv: list[bytes]) -> bytes:
+    """NO (debugging off) is what this server always is; YES and SYNC would
+    need Valkey's Lua debugger, which is not here, so they are refused rather
+    than accepted and silently ignored by the next EVAL. Checks in Valkey's order."""
+    if len(argv) > 4:
+        raise CommandError(b"ERR unknown subcommand or wrong number of arguments for 'DEBUG'. Try SCRIPT HELP.")
+    if c.in_exec:  # inside EXEC the transaction's replies are pending, as in a pipeline
+        raise CommandError(b"ERR SCRIPT DEBUG must be called outside a pipeline")
+    if len(argv) == 4 and argv[3].lower() != b"lua":
+        raise CommandError(b"ERR No scripting engine found with name '%s' to enable debug" % argv[3])
+    mode = argv[2].lower()
+    if mode == b"no":
+        return OK
+    if mode in (b"yes", b"sync"):
+        raise CommandError(_NO_DEBUGGER)
+    raise CommandError(b"ERR Use SCRIPT DEBUG YES/SYNC/NO")
