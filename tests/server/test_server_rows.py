@@ -170,3 +170,38 @@ def test_script_debug_on_is_refused(pair23: Pair, mode: str) -> None:
                 b"scripts always run to completion\r\n"
     pair23.v.call("SCRIPT", "DEBUG", "NO")
     pair23.check("EVAL", "return 1", "0")
+
+
+# -- LATENCY GRAPH ------------------------------------------------------------------------------
+
+def test_latency_graph_without_samples(pair23: Pair) -> None:
+    pair23.check_all(("LATENCY", "RESET"), ("LATENCY", "GRAPH", "command"), ("LATENCY", "GRAPH", "nosuch"),
+                     ("LATENCY", "GRAPH"), ("LATENCY", "GRAPH", "a", "b"))
+
+
+@pytest.fixture(scope="module")
+def debug_pair() -> Iterator[tuple[Wire, Wire]]:
+    args = ("--enable-debug-command", "yes", "--latency-monitor-threshold", "1")
+    v = start_valkey(*args)
+    t = start_trafikey(*args)
+    try:
+        yield Wire(v.port), Wire(t.port)
+    finally:
+        v.stop()
+        t.stop()
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_latency_graph_frame(debug_pair: tuple[Wire, Wire], proto: int) -> None:
+    """A spike's milliseconds differ between the servers: the graph must be
+    the same with the numbers of the header taken out."""
+    for w in debug_pair:
+        w.call("HELLO", str(proto))
+        assert w.call("LATENCY", "RESET") in (b":0\r\n", b":1\r\n")
+        assert w.call("DEBUG", "SLEEP", "0.02") == b"+OK\r\n"
+    v, t = (w.call("LATENCY", "GRAPH", "command") for w in debug_pair)
+    assert re.sub(rb"\d+", b"N", t) == re.sub(rb"\d+", b"N", v), (v, t)
+    # The header rule, the curve and the margin byte for byte; the label
+    # ("0s" or "1s" ago, as the second turns) by its form.
+    assert t.split(b"\n")[2:8] == v.split(b"\n")[2:8]
+    assert re.fullmatch(rb"[0-9]\ns\n\r\n", b"\n".join(t.split(b"\n")[8:]))

@@ -6,6 +6,7 @@ engine Valkey itself lists)."""
 from __future__ import annotations
 
 import random
+import time
 from typing import TYPE_CHECKING
 
 from ..protocol.resp import OK, array, bulk
@@ -214,3 +215,68 @@ def script_debug(c: Client, argv: list[bytes]) -> bytes:
     if mode in (b"yes", b"sync"):
         raise CommandError(_NO_DEBUGGER)
     raise CommandError(b"ERR Use SCRIPT DEBUG YES/SYNC/NO")
+
+
+# -- LATENCY GRAPH ----------------------------------------------------------------------------
+
+_GRAPH_COLS = 80
+_GRAPH_ROWS = 4
+_FILL = "_o#"
+
+
+def _ago(seconds: int) -> str:
+    if seconds < 60:
+        return "%ds" % seconds
+    if seconds < 3600:
+        return "%dm" % (seconds // 60)
+    if seconds < 86400:
+        return "%dh" % (seconds // 3600)
+    return "%dd" % (seconds // 86400)
+
+
+def _sparkline_range(samples: list[tuple[int, str]], low: int, high: int) -> list[str]:
+    """Valkey's filled sparkline: rows of _o#| under the curve, a blank line,
+    then each sample's label written downwards."""
+    relmax = (high - low) or 1
+    steps = len(_FILL) * _GRAPH_ROWS
+    lines = []
+    row = 0
+    while True:
+        more = False
+        chars = [" "] * len(samples)
+        for j, (value, label) in enumerate(samples):
+            if row < _GRAPH_ROWS:
+                step = min(max(int(int((value - low) * steps) / relmax), 0), steps - 1)
+                idx = step - (_GRAPH_ROWS - row - 1) * len(_FILL)
+                more = True
+                if 0 <= idx < len(_FILL):
+                    chars[j] = _FILL[idx]
+                elif idx >= len(_FILL):
+                    chars[j] = "|"
+            elif row == _GRAPH_ROWS:  # the margin between the curve and the labels
+                more = True
+                break
+            elif len(label) > row - _GRAPH_ROWS - 1:
+                more = True
+                chars[j] = label[row - _GRAPH_ROWS - 1]
+        if not more:
+            return lines
+        row += 1
+        lines.append("".join(chars) + "\n")
+
+
+def latency_graph(c: Client, argv: list[bytes]) -> bytes:
+    series = c.server.observer.latency.get(argv[2].decode(errors="replace"))
+    if series is None or not series.samples:
+        raise CommandError(b"ERR No samples available for event '%s'" % argv[2])
+    now = int(time.time())
+    samples = [(ms, _ago(now - when)) for when, ms in series.samples]
+    low = min(ms for ms, _ in samples)
+    high = max(ms for ms, _ in samples)
+    out = ["%s - high %d ms, low %d ms (all time high %d ms)\n" % (argv[2].decode(errors="replace"), high, low,
+                                                                    series.max), "-" * _GRAPH_COLS + "\n"]
+    for j in range(0, len(samples), _GRAPH_COLS):
+        if j:
+            out.append("\n")
+        out.extend(_sparkline_range(samples[j:j + _GRAPH_COLS], low, high))
+    return c.r.verbatim("".join(out).encode())
