@@ -238,10 +238,14 @@ def _flags(c: Client) -> str:
         out += "d"
     if c.close_after_reply:
         out += "c"
+    if c.readonly:
+        out += "r"
     if c.no_evict:
         out += "e"
     if c.no_touch:
         out += "T"
+    if c.import_source:
+        out += "I"
     return out or "N"
 
 
@@ -328,7 +332,8 @@ def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
     now_s = int(now)
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={_text(c.name)} "
-        f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} capa= "
+        f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} "
+        f"capa={'r' if c.capa_redirect else ''} "
         f"db={c.db.id} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
         f"multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
         f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "

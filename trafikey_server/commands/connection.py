@@ -151,6 +151,8 @@ def reset(c: Client, argv: list[bytes]) -> bytes:
     c.name = b""
     c.no_evict = False
     c.no_touch = False
+    c.readonly = False
+    c.import_source = False
     c.server.tracking.disable(c)  # Valkey's clearClientConnectionState: tracking off, replies on
     # A SKIP already in force still drops RESET's own reply: Valkey clears
     # only the OFF and SKIP-next flags here (the hooks are recomputed after).

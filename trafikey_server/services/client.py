@@ -45,6 +45,7 @@ class Client:
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
         "subscriptions", "pushed", "blocked",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
+        "readonly", "import_source", "capa_redirect",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -81,6 +82,9 @@ class Client:
         self.transport: Any = None
         self.no_evict = False
         self.no_touch = False
+        self.readonly = False  # READONLY: shown as flag r; no cluster to route
+        self.import_source = False  # CLIENT IMPORT-SOURCE ON: shown as flag I
+        self.capa_redirect = False  # CLIENT CAPA redirect: shown as capa=r
         self.in_exec = False
         self.in_script = False
         self.flags_extra = ""
