@@ -13,6 +13,7 @@ from ..protocol.resp import OK, array, bulk
 from ..util.errors import CommandError
 from ..util.parsing import to_int
 from ..util.versions import VALKEY_VERSION
+from .connection import lua_module
 from .server import local_client
 
 if TYPE_CHECKING:
@@ -128,14 +129,7 @@ def module_help(c: Client, argv: list[bytes]) -> bytes:
 
 
 def module_list(c: Client, argv: list[bytes]) -> bytes:
-    # Valkey 9.1 lists its Lua scripting engine as a module; so do we.
-    lua = c.r.map([
-        (bulk(b"name"), bulk(b"lua")),
-        (bulk(b"ver"), b":1\r\n"),
-        (bulk(b"path"), bulk(b"lua")),
-        (bulk(b"args"), b"*0\r\n"),
-    ])
-    return b"*1\r\n" + lua
+    return b"*1\r\n" + lua_module(c)
 
 
 def module_load(c: Client, argv: list[bytes]) -> bytes:

@@ -121,16 +121,22 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
     return hello_reply(c)
 
 
-def hello_reply(c: Client) -> bytes:
-    r = c.r
-    # extended-redis-compatibility: HELLO names Redis and its version, as Valkey's does.
-    compat = c.server.config.values["extended-redis-compatibility"]
-    lua = r.map([
+def lua_module(c: Client) -> bytes:
+    """Valkey 9.1 lists its Lua scripting engine as a module (HELLO's
+    ``modules``, MODULE LIST); so does this server."""
+    return c.r.map([
         (bulk(b"name"), bulk(b"lua")),
         (bulk(b"ver"), b":1\r\n"),
         (bulk(b"path"), bulk(b"lua")),
         (bulk(b"args"), b"*0\r\n"),
     ])
+
+
+def hello_reply(c: Client) -> bytes:
+    r = c.r
+    # extended-redis-compatibility: HELLO names Redis and its version, as Valkey's does.
+    compat = c.server.config.values["extended-redis-compatibility"]
+    lua = lua_module(c)
     return r.map([
         (bulk(b"server"), bulk(b"redis" if compat else b"valkey")),
         (bulk(b"version"), bulk((REDIS_COMPAT_VERSION if compat else VALKEY_VERSION).encode())),
