@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import cstr, word
 from ..protocol.resp import OK, array, bulk, integer
 from ..services.kill import kill_client as _kill
 from ..util.errors import CommandError, syntax
@@ -366,14 +366,6 @@ def client_info(c: Client, argv: list[bytes]) -> bytes:
 Pred = Callable[["Client"], bool]
 
 
-def _cstr(b: bytes) -> bytes:
-    """The argument as Valkey's C string functions see it: up to the first
-    NUL. Valkey compares option names, types, SKIPME, FLAGS, CAPA, NAME and
-    the addresses this way, and prints errors with %s."""
-    i = b.find(0)
-    return b if i < 0 else b[:i]
-
-
 def _ip(addr: str) -> str:
     host = addr.rpartition(":")[0]
     return host[1:-1] if host.startswith("[") else host
@@ -399,7 +391,7 @@ def _db_index(c: Client, arg: bytes, what: bytes) -> int:
 
 
 def _client_type(arg: bytes) -> str:
-    arg = _cstr(arg)
+    arg = cstr(arg)
     t = _TYPES.get(arg.lower())
     if t is None:
         raise CommandError(b"ERR Unknown client type '%s'" % arg)
@@ -408,12 +400,12 @@ def _client_type(arg: bytes) -> str:
 
 def _user(arg: bytes) -> bytes:
     if arg != b"default":  # the only user until ACLs arrive
-        raise CommandError(b"ERR No such user '%s'" % _cstr(arg))
+        raise CommandError(b"ERR No such user '%s'" % cstr(arg))
     return arg
 
 
 def _chars(arg: bytes, allowed: frozenset[int], what: bytes, where: bytes) -> bytes:
-    arg = _cstr(arg)
+    arg = cstr(arg)
     if any(ch not in allowed for ch in arg):
         raise CommandError(b"ERR Unknown %s found in the %s filter: %s" % (what, where, arg))
     return arg
@@ -446,7 +438,7 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
     i = start
     n = len(argv)
     while i < n:
-        opt = _cstr(argv[i]).lower()
+        opt = cstr(argv[i]).lower()
         if opt == b"id":
             got, i = _ids(argv, i + 1)
             ids = got if ids is None else ids | got
@@ -469,16 +461,16 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             u = _user(val)
             pred = lambda x, u=u: x.user == u  # noqa: E731
         elif base == b"addr":
-            a = _text(_cstr(val))
+            a = _text(cstr(val))
             pred = lambda x, a=a: x.addr == a  # noqa: E731
         elif base == b"laddr":
-            a = _text(_cstr(val))
+            a = _text(cstr(val))
             pred = lambda x, a=a: x.laddr == a  # noqa: E731
         elif base == b"ip":
-            a = _text(_cstr(val))
+            a = _text(cstr(val))
             pred = lambda x, a=a: _ip(x.addr) == a  # noqa: E731
         elif base == b"name":
-            v = _cstr(val)
+            v = cstr(val)
             pred = lambda x, v=v: bool(x.name) and x.name == v  # noqa: E731
         elif base == b"lib-name":
             pred = lambda x, v=val: bool(x.lib_name) and x.lib_name == v  # noqa: E731
@@ -494,7 +486,7 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             d = _db_index(c, val, b"NOT-DB" if neg else b"DB")
             pred = lambda x, d=d: x.db.id == d  # noqa: E731
         elif not neg and base == b"skipme":
-            low = _cstr(val).lower()
+            low = cstr(val).lower()
             if low not in (b"yes", b"no"):
                 raise syntax()
             skipme = low == b"yes"
@@ -542,7 +534,7 @@ def client_list(c: Client, argv: list[bytes]) -> bytes:
 def client_kill(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) == 3:
         # The old form: one address, and an error when nobody has it.
-        addr = _text(_cstr(argv[2]))
+        addr = _text(cstr(argv[2]))
         for x in list(c.server.clients.values()):
             if x.addr == addr:
                 _kill(c, x)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import error_text, word
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, integer
 from ..util.errors import NOT_FLOAT_MSG, CommandError, syntax
 from ..util.floats import parse_double
@@ -267,10 +267,7 @@ def geosearchstore(c: Client, argv: list[bytes]) -> bytes:
 def _member_position(s: Shape, zs: ZSet, member: bytes) -> None:
     score = zs.scores.get(member)
     if score is None:
-        # addReplyErrorFormat's "%s": the name ends at a NUL, and CR and LF
-        # become spaces.
-        name = member.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
-        raise CommandError(b"ERR member %s does not exist" % name)
+        raise CommandError(b"ERR member %s does not exist" % error_text(member))
     s.x, s.y = decode(score)
 
 

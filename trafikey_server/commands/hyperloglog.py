@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import error_text, word
 from ..protocol.resp import OK, ONE, ZERO, bulk, integer
 from ..util.errors import CommandError, wrongtype
 from ..values import hll
@@ -24,7 +24,6 @@ from ..values.hll import DENSE, REGISTERS, SPARSE
 
 if TYPE_CHECKING:
     from ..services.client import Client
-
 
 
 def _invalid() -> CommandError:
@@ -173,11 +172,6 @@ def pfmerge(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
-def _cstr(b: bytes) -> bytes:
-    """An argument as %s prints it in an error: up to a NUL, no CR/LF."""
-    return b.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
-
-
 def pfdebug(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     sub = word(argv[1])
@@ -208,7 +202,7 @@ def pfdebug(c: Client, argv: list[bytes]) -> bytes:
     if sub == b"encoding":
         c.server.dirty -= 1
         return b"+dense\r\n" if v[4] == DENSE else b"+sparse\r\n"
-    raise CommandError(b"ERR Unknown PFDEBUG subcommand '%s'" % _cstr(argv[1]))
+    raise CommandError(b"ERR Unknown PFDEBUG subcommand '%s'" % error_text(argv[1]))
 
 
 def pfselftest(c: Client, argv: list[bytes]) -> bytes:

@@ -39,6 +39,7 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.args import cstr
 from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..util.errors import CommandError, not_integer, syntax
 from ..util.glob import matcher
@@ -58,12 +59,6 @@ _DB_RANGE = b"ERR DB index is out of range"
 _INT_RANGE = b"ERR value is out of range, value must between -2147483648 and 2147483647"
 _MINUS_TWO = b":-2\r\n"
 _MINUS_ONE = b":-1\r\n"
-
-
-def _cstr(b: bytes) -> bytes:
-    """b as C code sees it: up to the first NUL byte."""
-    i = b.find(b"\0")
-    return b if i < 0 else b[:i]
 
 
 # -- existence and type ------------------------------------------------------------
@@ -147,7 +142,7 @@ def _expire_flags(argv: list[bytes]) -> int:
     for opt in argv[3:]:
         bit = _EXPIRE_FLAGS.get(option(opt))
         if bit is None:
-            raise CommandError(b"ERR Unsupported option " + _cstr(opt))
+            raise CommandError(b"ERR Unsupported option " + cstr(opt))
         flags |= bit
     if flags & _NX and flags & (_XX | _GT | _LT):
         raise CommandError(b"ERR NX and XX, GT or LT options at the same time are not compatible")
@@ -459,7 +454,7 @@ def _scan_options(argv: list[bytes]) -> tuple[int, bytes | None, bytes | None]:
             pattern = argv[i + 1]
             i += 2
         elif opt == b"type" and more:
-            name = _cstr(argv[i + 1])
+            name = cstr(argv[i + 1])
             want_type = name.lower()
             if want_type not in _TYPE_NAMES and want_type not in BY_NAME:
                 raise CommandError(b"ERR unknown type name '%s'" % name)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..execution.dispatch import busy_error
 from ..execution.scripting.engine import COMPAT, FLAG_NAMES, NO_WRITES, Script, ScriptError
 from ..execution.scripting.library import FLAG_ORDER
+from ..protocol.args import cstr, error_text
 from ..protocol.resp import OK, array_header, bulk, integer, status
 from ..util import glob
 from ..util.errors import CommandError
@@ -25,12 +26,6 @@ NOSCRIPT = b"NOSCRIPT No matching script."
 _RO_WRITE = b"ERR Can not execute a script with write flag using *_ro command."
 _TOO_MANY_KEYS = b"ERR Number of keys can't be greater than number of args"
 _NEGATIVE_KEYS = b"ERR Number of keys can't be negative"
-
-
-def _c_text(arg: bytes) -> bytes:
-    """An argument in an error made by addReplyErrorFormat: up to a NUL, CR
-    and LF as blanks."""
-    return arg.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
 
 
 def _numkeys(argv: list[bytes], bad: bytes | None = None) -> int:
@@ -195,7 +190,7 @@ def function_load(c: Client, argv: list[bytes]) -> bytes:
         if arg.lower() == b"replace":
             replace = True
             continue
-        raise CommandError(b"ERR Unknown option given: " + _c_text(arg))
+        raise CommandError(b"ERR Unknown option given: " + error_text(arg))
     if i >= len(argv):
         raise CommandError(b"ERR Function code is missing")
     try:
@@ -241,7 +236,7 @@ def function_list(c: Client, argv: list[bytes]) -> bytes:
             i += 1
             pattern = argv[i]
         else:
-            raise CommandError(b"ERR Unknown argument " + arg.split(b"\0", 1)[0])
+            raise CommandError(b"ERR Unknown argument " + cstr(arg))
         i += 1
     r = c.r
     libs = list(c.server.scripting.libraries.libraries.values())
@@ -254,7 +249,7 @@ def function_list(c: Client, argv: list[bytes]) -> bytes:
         out.append(bulk(b"functions") + array_header(len(lib.functions)))
         for f in lib.functions.values():
             out.append(r.map_header(3) + bulk(b"name") + bulk(f.name) + bulk(b"description"))
-            out.append(r.null if f.description is None else bulk(f.description.split(b"\0", 1)[0]))
+            out.append(r.null if f.description is None else bulk(cstr(f.description)))
             names = [n for n in FLAG_ORDER if f.flags & FLAG_NAMES[n]]
             out.append(bulk(b"flags") + r.set_header(len(names)) + b"".join(status(n) for n in names))
         if with_code:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import cstr, word
 from ..protocol.resp import array_header, integer
 from ..services.acl import READ
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
@@ -54,18 +54,12 @@ _GET_ACL = b"ERR GET option of SORT denied due to insufficient ACL permissions."
 _NOT_DOUBLE = b"ERR One or more scores can't be converted into double"
 
 
-def _cstr(b: bytes) -> bytes:
-    """What C string functions see of an argument: up to its first NUL."""
-    nul = b.find(b"\0")
-    return b if nul < 0 else b[:nul]
-
-
 def _weight(b: bytes) -> float | None:
     """A numeric weight as SORT reads it: Valkey's strtod (fast_float)
     over the C string, which must consume all of it, without a range error
     and not NaN; None when Valkey refuses it. That is a score's syntax
     (no spaces, no hex, not empty), cut at the first NUL."""
-    s = _cstr(b)
+    s = cstr(b)
     if s.isdigit() and len(s) < 16:
         return float(int(s))
     return parse_double(s)
@@ -78,7 +72,7 @@ def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
     string. A pattern without ``*`` names no key."""
     if pattern[:1] == b"#" and (len(pattern) == 1 or pattern[1] == 0):
         return subst
-    c = _cstr(pattern)
+    c = cstr(pattern)
     star = c.find(b"*")
     if star < 0:
         return None
@@ -157,7 +151,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
             j += 1
         elif w == b"by" and left >= 1:
             by = argv[j + 1]
-            if b"*" not in _cstr(by):
+            if b"*" not in cstr(by):
                 dontsort = True  # a constant weight: nothing to sort (and it sticks)
             else:
                 if slot_checks and pattern_slot(by) != keyslot(argv[1]):
@@ -242,7 +236,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
             if by is not None:
                 weights = [_lookup(db, by, e) for e in elements]
                 if not storing:
-                    weights = [None if w is None else _cstr(w) for w in weights]
+                    weights = [None if w is None else cstr(w) for w in weights]
                 keyed = [((0, b"") if w is None else (1, w), e) for w, e in zip(weights, elements, strict=True)]
                 if start != 0 or end != len(keyed) - 1:
                     # Equal weights are possible here and Valkey's partial
@@ -260,7 +254,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
             elif storing:
                 elements.sort(reverse=desc)
             else:
-                elements.sort(key=_cstr, reverse=desc)
+                elements.sort(key=cstr, reverse=desc)
         else:
             scored: list[tuple[float, bytes]] = []
             for e in elements:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block
 from ..util.errors import CommandError, syntax, wrong_args, wrongtype
@@ -60,12 +60,6 @@ _SPACES = b" \t\n\v\f\r"
 
 
 # -- helpers shared with stream_group.py ------------------------------------------
-
-
-def cstr(arg: bytes) -> bytes:
-    """An argument as C string functions see it: cut at its first NUL."""
-    nul = arg.find(b"\0")
-    return arg if nul < 0 else arg[:nul]
 
 
 def error_format(text: bytes) -> CommandError:

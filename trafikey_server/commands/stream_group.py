@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..protocol.args import word
+from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk, integer
 from ..util.errors import CommandError
 from ..util.parsing import int64, to_int
 from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, fmt_id
 from .stream import (
     create_consumer,
-    cstr,
     emit,
     entry_reply,
     error_format,

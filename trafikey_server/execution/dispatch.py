@@ -13,6 +13,7 @@ import sys
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
 from ..services.acl import error_text
@@ -56,20 +57,15 @@ def _sanitize(s: bytes) -> bytes:
     return s.replace(b"\r", b" ").replace(b"\n", b" ")
 
 
-def _cstr(b: bytes) -> bytes:
-    """An argument as Valkey's %s prints it: up to its first NUL byte."""
-    return b.split(b"\0", 1)[0]
-
-
 def unknown_command(argv: list[bytes]) -> CommandError:
     """Valkey's text: the name and the first 128 bytes of the arguments."""
     args = b""
     for a in argv[1:]:
         if len(args) >= 128:
             break
-        args += b"'%s' " % _cstr(a)[: 128 - len(args)]
+        args += b"'%s' " % cstr(a)[: 128 - len(args)]
     return CommandError(_sanitize(
-        b"ERR unknown command '%s', with args beginning with: %s" % (_cstr(argv[0])[:128], args)))
+        b"ERR unknown command '%s', with args beginning with: %s" % (cstr(argv[0])[:128], args)))
 
 
 def resolve(c: Client, argv: list[bytes]) -> Command:
@@ -87,7 +83,7 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
         if sub is None:
             c.last_cmd = b"NULL"
             raise CommandError(_sanitize(
-                b"ERR unknown subcommand '%s'. Try %s HELP." % (_cstr(argv[1])[:128], cmd.bname.upper())))
+                b"ERR unknown subcommand '%s'. Try %s HELP." % (cstr(argv[1])[:128], cmd.bname.upper())))
         cmd = sub
     # CLIENT LIST's cmd= field: Valkey records the command before checking
     # its arity, and also for commands that only get queued by MULTI.

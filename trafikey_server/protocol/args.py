@@ -16,6 +16,19 @@ from ..util.floats import parse_double
 from ..util.parsing import to_int
 
 
+def cstr(arg: bytes) -> bytes:
+    """An argument as C string functions (and a ``%s`` in Valkey's replies)
+    see it: up to its first NUL."""
+    nul = arg.find(b"\0")
+    return arg if nul < 0 else arg[:nul]
+
+
+def error_text(arg: bytes) -> bytes:
+    """An argument as ``addReplyErrorFormat``'s ``%s`` prints it: up to its
+    first NUL, with CR and LF as spaces (either would end the error line)."""
+    return cstr(arg).replace(b"\r", b" ").replace(b"\n", b" ")
+
+
 def word(arg: bytes) -> bytes:
     """An option word as ``strcasecmp`` compares it: cut at its first NUL,
     lowercased."""

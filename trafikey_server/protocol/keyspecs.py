@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..util.errors import CommandError
 from ..util.parsing import to_int
+from .args import word
 
 if TYPE_CHECKING:
     from .table import Command, Table
@@ -52,7 +53,7 @@ def _sort_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     argc = len(argv)
     i = 2
     while i < argc:
-        w = argv[i].split(b"\0", 1)[0].lower()
+        w = word(argv[i])
         if w == b"limit":
             i += 2
         elif w in (b"get", b"by"):
@@ -81,11 +82,11 @@ def _migrate_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     before the last argument; otherwise the key argument is the key."""
     first, num = 3, 1
     argc = len(argv)
-    if not any(a.split(b"\0", 1)[0].lower() == b"keys" for a in argv[1:argc - 1]):
+    if not any(word(a) == b"keys" for a in argv[1:argc - 1]):
         return [(3, ("RW", "access", "delete"))]
     i = 6
     while i < argc:
-        w = argv[i].split(b"\0", 1)[0].lower()
+        w = word(argv[i])
         if w == b"keys":
             if argv[3]:
                 num = 0
@@ -105,7 +106,7 @@ def _georadius_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     argc = len(argv)
     i = 5
     while i < argc:
-        w = argv[i].split(b"\0", 1)[0].lower()
+        w = word(argv[i])
         if w in (b"store", b"storedist") and i + 1 < argc:
             store = i + 1
             i += 1

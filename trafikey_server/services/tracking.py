@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from .acl import refresh
 
@@ -172,11 +173,11 @@ class Tracking:
             for q in own:
                 if overlap(q, p):
                     return (b"ERR Prefix '%s' overlaps with an existing prefix '%s'. "
-                            b"Prefixes for a single client must not overlap." % (_cstr(p), _cstr(q)))
+                            b"Prefixes for a single client must not overlap." % (cstr(p), cstr(q)))
             for q in prefixes[i + 1:]:
                 if overlap(p, q):
                     return (b"ERR Prefix '%s' overlaps with another provided prefix '%s'. "
-                            b"Prefixes for a single client must not overlap." % (_cstr(p), _cstr(q)))
+                            b"Prefixes for a single client must not overlap." % (cstr(p), cstr(q)))
         return None
 
     # -- reads ----------------------------------------------------------------------------
@@ -347,6 +348,3 @@ def _in_pubsub(c: Client) -> bool:
     return c.subscriptions > 0
 
 
-def _cstr(b: bytes) -> bytes:
-    """As Valkey's %s prints an argument: up to its first NUL."""
-    return b.split(b"\0", 1)[0]
