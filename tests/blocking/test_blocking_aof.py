@@ -6,11 +6,10 @@ replies with the log on."""
 from __future__ import annotations
 
 import tempfile
-import time
 
 import hiredis
 from helpers.aof_util import aof_dir, aof_server, valkey_on
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 
 
 def _logged(d: str) -> list[list[bytes]]:
@@ -24,26 +23,21 @@ def _logged(d: str) -> list[list[bytes]]:
     return out
 
 
-def _blocked(ctl: Wire, n: int) -> None:
-    deadline = time.monotonic() + 5
-    while b"blocked_clients:%d\r\n" % n not in ctl.call("INFO", "clients"):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
 
 
 def _workload(port: int) -> list[bytes]:
     ctl, waiter = Wire(port), Wire(port)
     replies = []
     waiter.send_raw(encode("BZPOPMIN", "z", "0"))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     replies.append(ctl.call("ZADD", "z", "1", "a", "2", "b"))
     replies.append(waiter.read_reply())
     waiter.send_raw(encode("BZMPOP", "0", "1", "y", "MAX", "COUNT", "5"))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     replies.append(ctl.call("ZADD", "y", "1", "a", "2", "b", "3", "c"))
     replies.append(waiter.read_reply())
     waiter.send_raw(encode("BZPOPMAX", "x", "0"))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     replies.append(ctl.call("MULTI"))
     replies.append(ctl.call("ZADD", "x", "1", "a"))
     replies.append(ctl.call("ZADD", "w", "1", "a"))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import hiredis
 import pytest
 from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
 from helpers.keyevents import compare, streams_with_flags
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc, own_pair
 
 WORKLOAD: list[tuple[Any, ...]] = [
@@ -139,12 +138,6 @@ def test_watch_sees_geo_writes(pair) -> None:
         assert (pair.check("EXEC") == b"*-1\r\n") == aborted, cmd
 
 
-def _wait_blocked(w: Wire) -> None:
-    for _ in range(200):
-        if b"blocked_clients:1\r\n" in w.call("INFO", "clients"):
-            return
-        time.sleep(0.01)
-    raise AssertionError("the client never blocked")
 
 
 def test_geo_writes_wake_blocked_pops(valkey_server: Proc, trafikey_server: Proc) -> None:
@@ -166,7 +159,7 @@ def test_geo_writes_wake_blocked_pops(valkey_server: Proc, trafikey_server: Proc
             for cmd in writes:
                 key = cmd[1] if cmd[0] in ("GEOSEARCHSTORE", "GEOADD") else cmd[-1]
                 b.send_raw(encode("BZPOPMIN", key, "5"))
-                _wait_blocked(a)
+                wait_blocked(a, timeout=2)
                 got.append(a.call(*cmd))
                 got.append(b.read_reply())
             replies.append(got)

@@ -113,3 +113,21 @@ class Wire:
                 return out
             out += chunk
         raise AssertionError(f"connection still open after {timeout}s; got {out!r}")
+
+
+def blocked_clients(w: Wire) -> int:
+    """INFO's count of clients waiting in a blocking command."""
+    for line in w.call("INFO", "clients").split(b"\r\n"):
+        if line.startswith(b"blocked_clients:"):
+            return int(line[16:])
+    raise AssertionError("INFO clients has no blocked_clients")
+
+
+def wait_blocked(w: Wire, n: int = 1, timeout: float = 5.0) -> None:
+    """Wait (short polls) until the server counts n blocked clients: a
+    blocking request sent with ``send_raw`` is known to wait only once the
+    server says so."""
+    deadline = time.monotonic() + timeout
+    while blocked_clients(w) != n:
+        assert time.monotonic() < deadline, f"never {n} blocked clients"
+        time.sleep(0.005)

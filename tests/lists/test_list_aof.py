@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import tempfile
 
-from blocking.test_blocking_aof import _blocked, _logged
+from blocking.test_blocking_aof import _logged
 from helpers.aof_util import aof_server, valkey_on
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 
 WRITES = [
     ("RPUSH", "l", "a", "b", "c", "d", "e", "f"), ("LPUSH", "l", "x"), ("LPUSHX", "l", "y"), ("RPUSHX", "nol", "y"),
@@ -39,7 +39,7 @@ def _workload(port: int) -> list[bytes]:
         (("BLMPOP", "0", "2", "w5", "w6", "LEFT", "COUNT", "5"), ("RPUSH", "w6", "a", "b")),
     ]:
         waiter.send_raw(encode(*block))
-        _blocked(ctl, 1)
+        wait_blocked(ctl, 1)
         replies.append(ctl.call(*push))
         replies.append(waiter.read_reply())
     ctl.close()

@@ -13,11 +13,10 @@ order (ties fall back to the members' bytes) and are compared on every type.
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import redis
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.script import run
 
 Pair = Any
@@ -521,12 +520,7 @@ def test_sort_store_serves_a_blocked_client(pair: Pair) -> None:
         for w in waiters:
             w.send_raw(encode("BLPOP", "dst", "0"))
         for side in (pair.v, pair.t):
-            for _ in range(400):  # until the server has the waiter blocked
-                if b"blocked_clients:1\r\n" in side.call("INFO", "clients"):
-                    break
-                time.sleep(0.005)
-            else:
-                raise AssertionError("BLPOP never blocked")
+            wait_blocked(side, timeout=2)
         run(pair, r"""
             RPUSH l c a b
             SORT l ALPHA STORE dst

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import tempfile
 
-from blocking.test_blocking_aof import _blocked, _logged
+from blocking.test_blocking_aof import _logged
 from helpers.aof_util import aof_server, valkey_on
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 
 WRITES = [
     ("XADD", "s", "1-*", "a", "1"), ("XADD", "s", "1-*", "b", "2"), ("XADD", "s", "5", "c", "3"),
@@ -58,7 +58,7 @@ def _workload(port: int) -> list[bytes]:
     ]:
         replies.append(ctl.call(*setup))
         waiter.send_raw(encode(*block))
-        _blocked(ctl, 1)
+        wait_blocked(ctl, 1)
         replies.append(ctl.call(*write))
         replies.append(waiter.read_reply())
     ctl.close()

@@ -9,8 +9,7 @@ waiting client and a writer; replies must match byte for byte."""
 from __future__ import annotations
 
 import pytest
-from blocking.test_blocking_aof import _blocked
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc
 
 
@@ -21,11 +20,11 @@ def _scenario(port: int, proto: int, setup: list[tuple], block: tuple, then: lis
     out = [ctl.call("FLUSHALL")]
     out += [ctl.call(*req) for req in setup]
     waiter.send_raw(encode(*block))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     out += [ctl.call(*req) for req in then]
     out.append(waiter.read_reply())
     out.append(waiter.call("PING"))  # the waiter's pipeline goes on
-    _blocked(ctl, 0)
+    wait_blocked(ctl, 0)
     ctl.close()
     waiter.close()
     return out
@@ -139,11 +138,11 @@ def test_xadd_serves_waiters_in_the_order_they_blocked(valkey_server: Proc, traf
         ctl.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
         waiters = [Wire(port) for _ in range(3)]
         waiters[0].send_raw(encode("XREADGROUP", "GROUP", "g", "a", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">"))
-        _blocked(ctl, 1)
+        wait_blocked(ctl, 1)
         waiters[1].send_raw(encode("XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
-        _blocked(ctl, 2)
+        wait_blocked(ctl, 2)
         waiters[2].send_raw(encode("XREADGROUP", "GROUP", "g", "b", "BLOCK", "0", "STREAMS", "s", ">"))
-        _blocked(ctl, 3)
+        wait_blocked(ctl, 3)
         out = [ctl.call("XADD", "s", "1-0", "a", "1")]
         out += [w.read_reply() for w in waiters[:2]]
         out.append(ctl.call("XADD", "s", "2-0", "b", "2"))

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from blocking.test_blocking_aof import _blocked
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc
 
 T = 1_700_000_000_000
@@ -75,12 +74,12 @@ def test_block_deadline_on_the_frozen_clock(emq_server: Proc, w: Wire) -> None:
     try:
         w.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
         waiter.send_raw(encode("XREADGROUP", "GROUP", "g", "c", "BLOCK", "1000", "STREAMS", "s", ">"))
-        _blocked(w, 1)
+        wait_blocked(w, 1)
         w.call("TRAFIKEY.CLOCK", "ADVANCE", "1000")
         assert w.call("PING") == b"+PONG\r\n"
-        _blocked(w, 1)  # the deadline's own millisecond still waits
+        wait_blocked(w, 1)  # the deadline's own millisecond still waits
         w.call("TRAFIKEY.CLOCK", "ADVANCE", "1")
         assert waiter.read_reply() == b"*-1\r\n"
-        _blocked(w, 0)
+        wait_blocked(w, 0)
     finally:
         waiter.close()

@@ -14,14 +14,13 @@ from __future__ import annotations
 import difflib
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import hiredis
 import pytest
 from helpers.aof_util import aof_dir, aof_server, valkey_on
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.stream_diff import TOLERANCE_MS, assert_states_equal, state
 
 NODES = ("--stream-node-max-entries", "3")  # small nodes: approximate trims log what they removed
@@ -70,11 +69,6 @@ WRITES: list[tuple] = [
 ]
 
 
-def _blocked(ctl: Wire, n: int) -> None:
-    deadline = time.monotonic() + 5
-    while b"blocked_clients:%d\r\n" % n not in ctl.call("INFO", "clients"):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
 
 
 def _workload(port: int) -> list[bytes]:
@@ -82,11 +76,11 @@ def _workload(port: int) -> list[bytes]:
     replies = [ctl.call(*req) for req in WRITES]
     replies.append(ctl.call("XGROUP", "CREATE", "b", "g", "$", "MKSTREAM"))
     waiter.send_raw(encode("XREADGROUP", "GROUP", "g", "w", "BLOCK", "0", "STREAMS", "b", ">"))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     replies.append(ctl.call("XADD", "b", "1-0", "f", "v"))
     replies.append(waiter.read_reply())
     waiter.send_raw(encode("XREADGROUP", "GROUP", "g", "w2", "NOACK", "BLOCK", "0", "STREAMS", "b", ">"))
-    _blocked(ctl, 1)
+    wait_blocked(ctl, 1)
     replies.append(ctl.call("XADD", "b", "2-0", "f", "v"))
     replies.append(waiter.read_reply())
     ctl.close()
