@@ -7,22 +7,8 @@ from __future__ import annotations
 
 import tempfile
 
-import hiredis
-from helpers.aof_util import aof_dir, aof_server, valkey_on
+from helpers.aof_util import aof_dir, aof_server, logged_runs, without_select
 from helpers.resp_wire import Wire, encode, wait_blocked
-
-
-def _logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            if cmd[0].upper() != b"SELECT" and cmd[1:2] != [b"{emq}:version"]:
-                out.append(cmd)
-    return out
-
-
 
 
 def _workload(port: int) -> list[bytes]:
@@ -60,21 +46,9 @@ def _workload(port: int) -> list[bytes]:
 
 
 def test_served_pops_are_logged_as_valkey_propagates_them() -> None:
-    ours = tempfile.mkdtemp(prefix="aof-blk-")
-    srv = aof_server(ours, "--appendfsync", "always")
-    try:
-        got = _workload(srv.port)
-    finally:
-        srv.stop()
-    theirs = tempfile.mkdtemp(prefix="aof-blk-v-")
-    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always")
-    try:
-        want = _workload(v.port)
-    finally:
-        v.stop()
-    assert got == want
-    assert _logged(ours) == _logged(theirs)
-
+    v, t = logged_runs(_workload)
+    assert t.replies == v.replies
+    assert without_select(t.log) == without_select(v.log)
 
 def test_a_logged_blocking_command_replays_without_waiting() -> None:
     # A log written elsewhere may hold a blocking command on an empty key:

@@ -8,14 +8,12 @@ target, trafikey-server serves its other clients.
 from __future__ import annotations
 
 import socket
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-import hiredis
 import pytest
-from helpers.aof_util import aof_dir, aof_server, valkey_on
+from helpers.aof_util import logged_runs
 from helpers.keyevents import compare, keyspace, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, start_trafikey, start_valkey
@@ -136,14 +134,6 @@ def test_migrate_events_like_valkey(valkey_server: Proc, trafikey_server: Proc, 
     compare(*streams)
 
 
-def _logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
 
 
 def test_migrate_is_logged_as_del(targets: tuple[Proc, Proc]) -> None:
@@ -156,19 +146,14 @@ def test_migrate_is_logged_as_del(targets: tuple[Proc, Proc]) -> None:
         ("MIGRATE", HOST, target, "nokey", "0", "5000"),
         ("MULTI",), ("SET", "d", "4"), ("MIGRATE", HOST, target, "d", "0", "5000"), ("EXEC",),
     ]
-    logs = []
-    for start in (lambda d: valkey_on(d, "--appendonly", "yes", "--appendfsync", "always"),
-                  lambda d: aof_server(d, "--appendfsync", "always", "--emq-brand", "none", "--save", "")):
+
+    def migrate(port: int) -> None:
         _flush(targets[0].port)
-        d = tempfile.mkdtemp(prefix="aof-migrate-")
-        s = start(d)
-        try:
-            _run(s.port, steps, 2)
-        finally:
-            s.stop()
-        logs.append(_logged(d))
-    assert logs[1] == logs[0]
-    assert [b"DEL", b"c"] in logs[0]  # b was copied before: the target refuses it (BUSYKEY)
+        _run(port, steps, 2)
+
+    v, t = logged_runs(migrate)
+    assert t.log == v.log
+    assert [b"DEL", b"c"] in v.log  # b was copied before: the target refuses it (BUSYKEY)
 
 
 class _Silent:

@@ -11,15 +11,11 @@ key raises ``keymiss``. A refused request raises and logs nothing.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import hiredis
 import pytest
-from helpers.aof_util import aof_dir, aof_server, keyspace, valkey_on
+from helpers.aof_util import keyspace, logged_beside_valkey, replays
 from helpers.keyevents import compare, streams_with_flags
 from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc, own_pair
@@ -68,49 +64,17 @@ def test_geo_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None
     assert keyspace(servers[0].port) == keyspace(servers[1].port)
 
 
-def _logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            out.append(cmd)
-    return out
 
 
-def _run(port: int) -> list[bytes]:
-    w = Wire(port)
-    try:
-        return [w.call(*cmd) for cmd in WORKLOAD]
-    finally:
-        w.close()
 
 
 def test_geo_writes_are_logged_as_valkey_logs_them() -> None:
-    dv = tempfile.mkdtemp(prefix="aof-geo-v-")
-    dt = tempfile.mkdtemp(prefix="aof-geo-t-")
-    v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
-    t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
-    try:
-        assert _run(t.port) == _run(v.port)
-        expected = keyspace(v.port)
-        assert keyspace(t.port) == expected
-    finally:
-        v.stop()
-        t.stop()
-    log_v, log_t = _logged(dv), _logged(dt)
-    assert log_t == log_v
-    assert any(c[0] == b"ZADD" for c in log_v)  # GEOADD is logged as its ZADD
-    for start in (lambda d: aof_server(d, "--emq-brand", "none", "--save", ""),
-                  lambda d: valkey_on(d, "--appendonly", "yes")):
-        copy = tempfile.mkdtemp(prefix="aof-geo-replay-")
-        shutil.copytree(aof_dir(dt), Path(copy) / "appendonlydir")
-        p = start(copy)
-        try:
-            assert keyspace(p.port) == expected
-        finally:
-            p.stop()
-
+    v, t = logged_beside_valkey(WORKLOAD)
+    assert t.replies == v.replies
+    assert t.keyspace == v.keyspace
+    assert t.log == v.log
+    assert any(c[0] == b"ZADD" for c in v.log)  # GEOADD is logged as its ZADD
+    replays(t.dir, v.keyspace)
 
 def test_watch_sees_geo_writes(pair) -> None:
     """A write through a geo command aborts a transaction watching its key;

@@ -157,34 +157,45 @@ def run_workload(port: int, workload: list[tuple[Any, ...]]) -> list[bytes]:
         w.close()
 
 
+def without_select(log: list[list[bytes]]) -> list[list[bytes]]:
+    """The logged commands but SELECT, for comparing logs that switch
+    databases at different points."""
+    return [c for c in log if c[0].upper() != b"SELECT"]
+
+
 @dataclass
 class Logged:
-    """One server's run of a workload with appendfsync always: its replies,
-    its keyspace afterwards, what it logged, and its directory."""
+    """One server's run of a workload with appendfsync always: what the run
+    returned, its keyspace afterwards, what it logged, and its directory."""
 
-    replies: list[bytes]
+    replies: Any
     keyspace: dict[tuple[int, bytes], Any]
     log: list[list[bytes]]
     dir: str
 
 
-def logged_beside_valkey(workload: list[tuple[Any, ...]],
-                         run: Callable[[int, list[tuple[Any, ...]]], Any] = run_workload) -> tuple[Logged, Logged]:
-    """The workload on a Valkey and on a trafikey-server, each logging to a
-    directory of its own under appendfsync always: (valkey, trafikey).
-    ``run`` sends it (a test that needs the time around the run wraps
-    ``run_workload``); the directories stay for ``replays``."""
+def logged_runs(run: Callable[[int], Any]) -> tuple[Logged, Logged]:
+    """``run(port)`` on a Valkey and on a trafikey-server (no brand), each
+    logging to a directory of its own under appendfsync always: (valkey,
+    trafikey). The directories stay for ``replays``."""
     dv = tempfile.mkdtemp(prefix="aof-v-")
     dt = tempfile.mkdtemp(prefix="aof-t-")
     v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
     t = aof_server(dt, "--appendfsync", "always", "--emq-brand", "none", "--save", "")
     try:
-        rv, rt = run(v.port, workload), run(t.port, workload)
+        rv, rt = run(v.port), run(t.port)
         kv, kt = keyspace(v.port), keyspace(t.port)
     finally:
         v.stop()
         t.stop()
     return Logged(rv, kv, logged(dv), dv), Logged(rt, kt, logged(dt), dt)
+
+
+def logged_beside_valkey(workload: list[tuple[Any, ...]],
+                         run: Callable[[int, list[tuple[Any, ...]]], Any] = run_workload) -> tuple[Logged, Logged]:
+    """``logged_runs`` of a list of commands, each sent on one connection
+    (a test that needs the time around the run wraps ``run_workload``)."""
+    return logged_runs(lambda port: run(port, workload))
 
 
 def replays(d: str, expected: dict[tuple[int, bytes], Any]) -> None:

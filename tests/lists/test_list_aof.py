@@ -6,10 +6,7 @@ is logged here, not by Valkey: see docs/compatibility.md.)"""
 
 from __future__ import annotations
 
-import tempfile
-
-from blocking.test_blocking_aof import _logged
-from helpers.aof_util import aof_server, valkey_on
+from helpers.aof_util import logged_runs, without_select
 from helpers.resp_wire import Wire, encode, wait_blocked
 
 WRITES = [
@@ -48,17 +45,6 @@ def _workload(port: int) -> list[bytes]:
 
 
 def test_list_writes_are_logged_as_valkey_propagates_them() -> None:
-    ours = tempfile.mkdtemp(prefix="aof-list-")
-    srv = aof_server(ours, "--appendfsync", "always")
-    try:
-        got = _workload(srv.port)
-    finally:
-        srv.stop()
-    theirs = tempfile.mkdtemp(prefix="aof-list-v-")
-    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always")
-    try:
-        want = _workload(v.port)
-    finally:
-        v.stop()
-    assert got == want
-    assert _logged(ours) == _logged(theirs)
+    v, t = logged_runs(_workload)
+    assert t.replies == v.replies
+    assert without_select(t.log) == without_select(v.log)

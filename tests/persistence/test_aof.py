@@ -16,7 +16,16 @@ from collections.abc import Callable
 
 import pytest
 import redis
-from helpers.aof_util import aof_server, functions, keyspace, legacy_copy, logged, manifest_copy, valkey_on
+from helpers.aof_util import (
+    aof_server,
+    functions,
+    keyspace,
+    legacy_copy,
+    logged,
+    manifest_copy,
+    valkey_on,
+    without_select,
+)
 
 FUTURE = int(time.time() * 1000) + 3_600_000
 
@@ -304,7 +313,7 @@ def test_effects_not_requests() -> None:
         r.close()
     finally:
         srv.stop()
-    cmds = [c for c in logged(d, "*.aof") if c[0].upper() != b"SELECT"]
+    cmds = without_select(logged(d, "*.aof"))
     body = [c for c in cmds if c[1:2] != [b"{emq}:version"]]
     assert [c[0].upper() for c in body] == [b"SET", b"SET", b"SET", b"MULTI", b"INCRBY", b"HSET", b"ZADD", b"EXEC",
                                             b"SET", b"DEL"]

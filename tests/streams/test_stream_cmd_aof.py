@@ -10,10 +10,7 @@ never got an entry are not logged, by Valkey either)."""
 
 from __future__ import annotations
 
-import tempfile
-
-from blocking.test_blocking_aof import _logged
-from helpers.aof_util import aof_server, valkey_on
+from helpers.aof_util import aof_server, logged_runs, valkey_on, without_select
 from helpers.resp_wire import Wire, encode, wait_blocked
 
 WRITES = [
@@ -88,27 +85,16 @@ def _read_back(port: int) -> list[bytes]:
 
 
 def test_stream_writes_are_logged_as_valkey_propagates_them() -> None:
-    ours = tempfile.mkdtemp(prefix="aof-stream-")
-    srv = aof_server(ours, "--appendfsync", "always")
-    try:
-        got = _workload(srv.port)
-    finally:
-        srv.stop()
-    theirs = tempfile.mkdtemp(prefix="aof-stream-v-")
-    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always")
-    try:
-        want = _workload(v.port)
-    finally:
-        v.stop()
-    assert got == want
-    assert _masked(_logged(ours)) == _masked(_logged(theirs))
-    srv = aof_server(ours)
+    v, t = logged_runs(_workload)
+    assert t.replies == v.replies
+    assert _masked(without_select(t.log)) == _masked(without_select(v.log))
+    srv = aof_server(t.dir)
     try:
         replayed = _read_back(srv.port)
     finally:
         srv.stop()
-    v = valkey_on(theirs, "--appendonly", "yes")
+    valkey = valkey_on(v.dir, "--appendonly", "yes")
     try:
-        assert replayed == _read_back(v.port)
+        assert replayed == _read_back(valkey.port)
     finally:
-        v.stop()
+        valkey.stop()

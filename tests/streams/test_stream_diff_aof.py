@@ -17,9 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import hiredis
 import pytest
-from helpers.aof_util import aof_dir, aof_server, valkey_on
+from helpers.aof_util import aof_dir, aof_server, logged, valkey_on
 from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.stream_diff import TOLERANCE_MS, assert_states_equal, state
 
@@ -88,15 +87,6 @@ def _workload(port: int) -> list[bytes]:
     return replies
 
 
-def _logged(d: str) -> list[list[bytes]]:
-    out = []
-    for f in sorted(aof_dir(d).glob("*.incr.aof")):
-        reader = hiredis.Reader()
-        reader.feed(f.read_bytes())
-        while (cmd := reader.gets()) is not False:
-            if cmd[1:2] != [b"{emq}:version"]:
-                out.append(cmd)
-    return out
 
 
 def _same_log(want: list[list[bytes]], got: list[list[bytes]]) -> None:
@@ -138,7 +128,7 @@ class Run:
 def run() -> Run:
     ours = tempfile.mkdtemp(prefix="aof-stream-")
     theirs = tempfile.mkdtemp(prefix="aof-stream-v-")
-    srv = aof_server(ours, "--appendfsync", "always", *NODES)
+    srv = aof_server(ours, "--appendfsync", "always", "--emq-brand", "none", *NODES)
     try:
         got = _workload(srv.port)
         ours_before = _states(srv.port)
@@ -161,7 +151,7 @@ def test_stream_workload_replies_and_state(run: Run) -> None:
 
 
 def test_stream_writes_are_logged_as_valkey_propagates_them(run: Run) -> None:
-    _same_log(_logged(run.theirs), _logged(run.ours))
+    _same_log(logged(run.theirs), logged(run.ours))
 
 
 def test_stream_logs_restore_on_restart_and_across(run: Run) -> None:
