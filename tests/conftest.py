@@ -18,7 +18,7 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, start_trafikey, start_valkey, start_valkey_cluster_node
 
 # The suite is deterministic by default, so a CI run never fails on a case
 # nobody has seen; TRAFIKEY_HYPOTHESIS=explore draws fresh examples.
@@ -37,6 +37,23 @@ def valkey_server() -> Iterator[Proc]:
 @pytest.fixture(scope="session")
 def trafikey_server() -> Iterator[Proc]:
     p = start_trafikey()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster_node() -> Iterator[Proc]:
+    """The oracle for what a cluster refuses: a one-node Valkey cluster
+    owning every slot (for the slot-check tests of each module)."""
+    p = start_valkey_cluster_node()
+    yield p
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def checked_server() -> Iterator[Proc]:
+    """trafikey-server started with --cluster-slot-checks yes."""
+    p = start_trafikey("--cluster-slot-checks", "yes")
     yield p
     p.stop()
 

@@ -142,3 +142,17 @@ def own_pair(valkey_args: tuple[str, ...] = (), trafikey_args: tuple[str, ...] =
     finally:
         v.stop()
         t.stop()
+
+
+@contextlib.contextmanager
+def lazy_expiry_pair() -> Iterator[tuple[Proc, Proc]]:
+    """``own_pair`` with DEBUG on and active expiry off on both: a key whose
+    TTL ran out is still stored when the next command reaches it, whatever
+    the timing, so tests can see that command's expiry and its events."""
+    debug = ("--enable-debug-command", "yes")
+    with own_pair(debug, debug) as pair:
+        for p in pair:
+            w = Wire(p.port)
+            assert w.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"+OK\r\n"
+            w.close()
+        yield pair

@@ -4,26 +4,10 @@ channels' slot (CROSSSLOT when they differ), plain pub/sub is not."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from helpers.pubsub_streams import assert_same
 from helpers.resp_wire import encode
-from helpers.servers import Proc, start_trafikey, start_valkey_cluster_node
-
-
-@pytest.fixture(scope="module")
-def cluster_node() -> Iterator[Proc]:
-    p = start_valkey_cluster_node()
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def checked_server() -> Iterator[Proc]:
-    p = start_trafikey("--cluster-slot-checks", "yes")
-    yield p
-    p.stop()
+from helpers.servers import Proc
 
 
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey_cluster_node
+from helpers.servers import Proc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,21 +133,6 @@ def test_keyslot_random_keys(pair, keys: list[bytes]) -> None:  # type: ignore[n
 
 
 # -- a real one-node Valkey cluster vs trafikey with slot checks ---------------------
-
-
-@pytest.fixture(scope="module")
-def cluster_node() -> Iterator[Proc]:
-    p = start_valkey_cluster_node()
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def checked_server() -> Iterator[Proc]:
-    """trafikey-server started with --cluster-slot-checks yes."""
-    p = start_trafikey("--cluster-slot-checks", "yes")
-    yield p
-    p.stop()
 
 
 class ClusterPair:

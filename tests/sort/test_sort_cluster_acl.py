@@ -20,23 +20,9 @@ from typing import Any
 import pytest
 from helpers.resp_wire import Wire
 from helpers.script import run, words
-from helpers.servers import Proc, start_trafikey, start_valkey_cluster_node
+from helpers.servers import Proc
 
 OK = b"+OK\r\n"
-
-
-@pytest.fixture(scope="module")
-def cluster_node() -> Iterator[Proc]:
-    p = start_valkey_cluster_node()
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def checked_server() -> Iterator[Proc]:
-    p = start_trafikey("--cluster-slot-checks", "yes")
-    yield p
-    p.stop()
 
 
 class Twin:

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.keyevents import compare, streams_with_flags
-from helpers.resp_wire import Wire
-from helpers.servers import Proc, own_pair
+from helpers.servers import Proc, lazy_expiry_pair
 
 from .test_sort_commands import snapshot
 
@@ -47,12 +46,7 @@ SEQUENCE: list[tuple] = [
 def servers() -> Iterator[tuple[Proc, Proc]]:
     """Active expiry off on both, so an expired key is still stored when
     SORT reaches it, whatever the timing."""
-    debug = ("--enable-debug-command", "yes")
-    with own_pair(debug, debug) as pair:
-        for p in pair:
-            w = Wire(p.port)
-            assert w.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"+OK\r\n"
-            w.close()
+    with lazy_expiry_pair() as pair:
         yield pair
 
 

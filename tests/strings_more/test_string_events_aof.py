@@ -23,7 +23,7 @@ from helpers.aof_util import aof_server, keyspace, logged, logged_beside_valkey,
 from helpers.keyevents import WAIT, compare, streams_with_flags
 from helpers.keyevents import keyspace as event_keyspace
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, own_pair
+from helpers.servers import Proc, lazy_expiry_pair
 
 EVENT_STEPS: list[tuple] = [
     ("MSETEX", "2", "a", "1", "b", "2"), ("MSETEX", "2", "a", "1", "c", "2", "EX", "100"),
@@ -42,12 +42,7 @@ EVENT_STEPS: list[tuple] = [
 def servers() -> Iterator[tuple[Proc, Proc]]:
     """Active expiry off on both, so a key stored with a past expire is
     still there when the next request reaches it, whatever the timing."""
-    debug = ("--enable-debug-command", "yes")
-    with own_pair(debug, debug) as pair:
-        for p in pair:
-            w = Wire(p.port)
-            assert w.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"+OK\r\n"
-            w.close()
+    with lazy_expiry_pair() as pair:
         yield pair
 
 
