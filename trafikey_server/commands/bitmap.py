@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import word
 from ..protocol.resp import ONE, ZERO, array_header, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
@@ -112,9 +113,7 @@ def _changed(c: Client, argv: list[bytes], key: bytes, changes: int) -> None:
     if db.events:
         db.events.emit(db, b"setbit", key)
     server.dirty += changes - 1
-    aof = server.aof
-    if aof is not None:
-        aof.add(db.id, [argv])
+    propagate(c, [argv])
 
 
 # -- SETBIT / GETBIT ------------------------------------------------------------------
@@ -341,9 +340,7 @@ def _changed_bitop(c: Client, argv: list[bytes], changed: bool) -> None:
     if not changed:
         c.server.dirty -= 1
         return
-    aof = c.server.aof
-    if aof is not None:
-        aof.add(c.db.id, [argv])
+    propagate(c, [argv])
 
 
 # -- BITFIELD ----------------------------------------------------------------------------

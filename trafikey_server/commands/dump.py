@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import word
 from ..protocol.rdbformat import RdbError, Reader, compressing
 from ..protocol.resp import OK, bulk
@@ -122,14 +123,12 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
     now = db.clock.ms()
     if ttl and not absttl:
         ttl += now
-    aof = c.server.aof
     if ttl and ttl <= now:
         if deleted:
             if db.events:
                 db.events.emit(db, b"del", key)
-            if aof is not None:
-                unlink = c.server.config.values["lazyfree-lazy-server-del"]
-                aof.add(db.id, [[b"UNLINK" if unlink else b"DEL", key]])
+            unlink = c.server.config.values["lazyfree-lazy-server-del"]
+            propagate(c, [[b"UNLINK" if unlink else b"DEL", key]])
         else:
             c.server.dirty -= 1  # nothing changed: nothing to log
         return OK
@@ -139,10 +138,8 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
         db.set_expire(key, ttl)
     if db.events:
         db.events.emit(db, b"restore", key)
-    if aof is not None:
-        logged = list(argv)
-        if ttl and not absttl:
-            logged[2] = b"%d" % ttl
-            logged.append(b"ABSTTL")
-        aof.add(db.id, [logged])
+    logged = argv
+    if ttl and not absttl:
+        logged = [*argv[:2], b"%d" % ttl, *argv[3:], b"ABSTTL"]
+    propagate(c, [logged])
     return OK

@@ -18,6 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import error_text, word
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, integer
 from ..util.errors import NOT_FLOAT_MSG, CommandError, syntax
@@ -188,8 +189,8 @@ def geoadd(c: Client, argv: list[bytes]) -> bytes:
     reply = zset_commands.zadd(c, zargv)
     if not changes:
         c.server.dirty -= 1
-    elif c.server.aof is not None:
-        c.server.aof.add(c.db.id, [zargv])
+    else:
+        propagate(c, [zargv])
     return reply
 
 
@@ -466,6 +467,5 @@ def _store(c: Client, argv: list[bytes], dst: bytes, pairs: list[tuple[float, by
         c.server.dirty -= 1
         return ZERO
     c.server.dirty += len(pairs) - 1 if pairs else 0
-    if c.server.aof is not None:
-        c.server.aof.add(db.id, [argv])
+    propagate(c, [argv])
     return integer(len(pairs))

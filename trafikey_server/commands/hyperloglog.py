@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import error_text, word
 from ..protocol.resp import OK, ONE, ZERO, bulk, integer
 from ..util.errors import CommandError, wrongtype
@@ -57,11 +58,9 @@ def _max_bytes(c: Client) -> int:
 def _log(c: Client, argv: list[bytes], close: bool) -> None:
     """The command as sent goes to the append-only file (``close`` for a
     command dispatch does not log: the unit is closed here)."""
+    propagate(c, [argv])
     aof = c.server.aof
-    if aof is None or c.server.loading:
-        return
-    aof.add(c.db.id, [argv])
-    if close and aof.depth == 0:
+    if close and aof is not None and aof.depth == 0:
         aof.close_unit()
 
 

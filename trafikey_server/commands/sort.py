@@ -28,6 +28,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
 from ..protocol.resp import array_header, integer
 from ..services.acl import READ
@@ -314,7 +315,5 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
     # Logged as sent, and only when it changed the keyspace (Valkey
     # propagates a command whose call made the dataset dirty); its rule
     # logs nothing, so a SORT without STORE never reaches the log.
-    aof = c.server.aof
-    if aof is not None:
-        aof.add(db.id, [argv])
+    propagate(c, [argv])
     return integer(outputlen)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block
@@ -190,17 +191,11 @@ def emit(db: Db, event: bytes, key: bytes) -> None:
 
 
 def logging(c: Client) -> bool:
-    """Whether the append-only file records what this command does (on,
-    and not being replayed)."""
-    return c.server.aof is not None and not c.server.loading
+    """Whether the append-only file records what this command does (it
+    opens only after start-up's replay)."""
+    return c.server.aof is not None
 
 
-def propagate(c: Client, effects: list[list[bytes]] | None) -> None:
-    """The commands the append-only file records for this one (Valkey's
-    alsoPropagate); nothing while the file is off or being replayed."""
-    aof = c.server.aof
-    if aof is not None and effects and not c.server.loading:
-        aof.add(c.db.id, effects)
 
 
 def entry_reply(sid: int, fields: list[bytes]) -> bytes:

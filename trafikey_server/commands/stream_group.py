@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk, integer
 from ..util.errors import CommandError
@@ -31,7 +32,6 @@ from .stream import (
     now_ms,
     parse_id,
     parse_interval,
-    propagate,
     range_bounds,
     setid_effect,
     subcommand_error,

@@ -334,3 +334,13 @@ class Aof:
             "aof_pending_bio_fsync": 0,
             "aof_delayed_fsync": 0,
         }
+
+
+def propagate(c: Client, effects: list[list[bytes]]) -> None:
+    """Valkey's alsoPropagate: effects of the running command go to the log
+    (nothing while it is off; it opens only after start-up's replay). A
+    command whose rule in ``effects.py`` logs nothing records what it
+    changed here, and only when it changed something."""
+    aof = c.server.aof
+    if aof is not None and effects:
+        aof.add(c.db.id, effects)
