@@ -234,3 +234,41 @@ class Libraries:
     def flush(self) -> None:
         self.libraries.clear()
         self.functions.clear()
+
+    def restore(self, codes: list[bytes], policy: bytes) -> None:
+        """FUNCTION RESTORE's libraries (Valkey's functionRestoreCommand):
+        loaded into a context of their own first (a library named twice
+        there is refused as FUNCTION LOAD refuses it), then swapped in
+        (``flush``) or joined to the current ones (libraryJoin): a library
+        already here is refused unless ``replace``, and a function of a
+        library that stays is never overwritten. A refusal changes nothing."""
+        saved = self.libraries, self.functions
+        # Loaded here, where server.register_function reports to.
+        self.libraries, self.functions = {}, {}
+        try:
+            for code in codes:
+                self.load(code, False)
+            libraries, functions = self.libraries, self.functions
+        finally:
+            self.libraries, self.functions = saved
+        if policy == b"flush":
+            self.libraries, self.functions = libraries, functions
+            return
+        replaced: list[Library] = []
+        for name in libraries:
+            old = self.libraries.get(name)
+            if old is None:
+                continue
+            if policy != b"replace":
+                raise ScriptError(b"ERR Library %s already exists" % name)
+            replaced.append(old)
+        survivors = {k for k, f in self.functions.items() if f.library not in replaced}
+        for key, f in functions.items():
+            if key in survivors:
+                raise ScriptError(b"ERR Function %s already exists" % f.name)
+        for old in replaced:
+            self._unlink(old)
+        for name, lib in libraries.items():
+            self.libraries[name] = lib
+            for fname, f in lib.functions.items():
+                self.functions.setdefault(fname.lower(), f)
