@@ -118,6 +118,10 @@ class Server:
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
+        # The reply and request lengths from which COMMANDLOG's large-reply
+        # and large-request types log a call (observe.py keeps them current).
+        self.large_reply = 1 << 62
+        self.large_request = 1 << 62
         self.observer = Observer(self)
         self.pause = Pause(self)
         self.pause.script_writes = self.scripting.may_write

@@ -125,8 +125,9 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             us = (perf_counter_ns() - t0) // 1000
             cmd.usec += us
             c.tot_cmds += 1
-            if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
-                server.observer.record(c, cmd, argv, us)
+            # MONITOR, COMMANDLOG, LATENCY (observe.py)
+            if us >= server.observe_us or len(reply) >= server.large_reply:
+                server.observer.record(c, cmd, argv, us, len(reply))
             if server.ready_keys:  # clients blocked on a key this made ready (blocking.py)
                 server.blocking.serve()
             return reply
@@ -198,8 +199,9 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     us = (perf_counter_ns() - t0) // 1000
     cmd.usec += us
     c.tot_cmds += 1
-    if us >= c.server.observe_us:
-        c.server.observer.record(c, cmd, argv, us)
+    server = c.server
+    if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
+        server.observer.record(c, cmd, argv, us, len(reply))
     return reply
 
 
@@ -365,8 +367,9 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     cmd.usec += us
     c.tot_cmds += 1
     server = c.server
-    if us >= server.observe_us:
-        server.observer.record(c, cmd, argv, us)
+    # In EXEC the reply a command is logged with is the transaction's so far.
+    if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
+        server.observer.record(c, cmd, argv, us, len(reply))
     if server.tracking.clients:  # client-side caching: the keys a read read
         server.tracking.after_call(cmd, argv)
     return reply

@@ -395,8 +395,8 @@ def _apply_slot_checks(server: Any, value: bool) -> None:
 
 
 def _apply_observe(server: Any, value: int) -> None:
-    """The slow log and latency thresholds (observe.py)."""
-    server.observer.refresh()
+    """The command log and latency thresholds (observe.py)."""
+    server.observer.reconfigured()
 
 
 # -- the special options ----------------------------------------------------------------------
@@ -566,10 +566,10 @@ def _options() -> list[Option]:
     B("cluster-slot-stats-enabled", False),
     N("commandlog-execution-slower-than", 10000, -1, 9223372036854775807, aliases=("slowlog-log-slower-than",),
       apply=_apply_observe),
-    N("commandlog-large-reply-max-len", 128, 0, 9223372036854775807),
-    N("commandlog-large-request-max-len", 128, 0, 9223372036854775807),
-    N("commandlog-reply-larger-than", 1048576, -1, 9223372036854775807),
-    N("commandlog-request-larger-than", 1048576, -1, 9223372036854775807),
+    N("commandlog-large-reply-max-len", 128, 0, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-large-request-max-len", 128, 0, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-reply-larger-than", 1048576, -1, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-request-larger-than", 1048576, -1, 9223372036854775807, apply=_apply_observe),
     N("commandlog-slow-execution-max-len", 128, 0, 9223372036854775807, aliases=("slowlog-max-len",),
       apply=_apply_observe),
     B("crash-log-enabled", True),
