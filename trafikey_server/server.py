@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .commands.client import info_line
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.rdb import RdbError
@@ -70,6 +71,7 @@ class Server:
         self.connections: dict[int, Connection] = {}
         # Users and permissions; requirepass is the default user's password.
         self.acl = Acl(self)
+        self.acl.log.client_line = info_line
         self._next_id = 0
         self.started_at = time.time()
         self.started_mono = time.monotonic()

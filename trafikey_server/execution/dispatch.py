@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
-from ..services.acl import error_text
+from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.limits import NOREPLICAS, write_refusal
 from ..services.tracking import refresh_hooks
@@ -306,9 +306,10 @@ def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:
 def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
     """Valkey's ACL check in processCommand: NOPERM, and a transaction
     being queued is doomed."""
-    reason, _ = c.acl.denial(cmd, argv)
+    reason, pos = c.acl.denial(cmd, argv)
     if not reason:
         return None
+    c.server.acl.log.denial(c, cmd, argv, reason, pos, CTX_TOPLEVEL if c.multi is None else CTX_MULTI)
     cmd.rejected_calls += 1
     msg = b"NOPERM " + error_text(reason, c.acl, cmd)
     if cmd.bname == b"exec":
