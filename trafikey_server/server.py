@@ -124,6 +124,8 @@ class Server:
         # and large-request types log a call (observe.py keeps them current).
         self.large_reply = 1 << 62
         self.large_request = 1 << 62
+        # latency-tracking: dispatch counts each call's duration per command.
+        self.latency_tracking: bool = config.values.get("latency-tracking", True)
         self.observer = Observer(self)
         self.pause = Pause(self)
         self.pause.script_writes = self.scripting.may_write

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..execution.persist.commands import aof_fields, aof_size_fields
 from ..services.acl import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
+from ..util import latency as hdr
 from ..util.memory import PAGE as _PAGE
 from ..util.memory import STARTUP_RSS as _STARTUP_RSS
 from ..util.memory import peak as _peak
@@ -267,7 +268,27 @@ def _errorstats(s: Server) -> Fields:
 
 
 def _latencystats(s: Server) -> Fields:
-    return []
+    """Valkey's fillPercentileDistributionLatencies for each command with a
+    histogram, at the latency-tracking-info-percentiles."""
+    if not s.latency_tracking:
+        return []
+    wanted = [float(p) for p in s.config.values["latency-tracking-info-percentiles"].split()]
+    names = [_trim_double(p) for p in wanted]
+    out: Fields = []
+    for cmd in s.table.everything():
+        if cmd.latency:
+            out.append((f"latency_percentiles_usec_{cmd.name}", ",".join(
+                f"p{name}={hdr.percentile(cmd.latency, p) / 1000:.3f}" for name, p in zip(names, wanted, strict=True))))
+    return out
+
+
+def _trim_double(p: float) -> str:
+    """A percentile as Valkey names it: printed with %f, trailing zeros
+    (and a bare point) trimmed."""
+    text = f"{p:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def _cluster(s: Server) -> Fields:

@@ -394,6 +394,10 @@ def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
 
+def _apply_latency_tracking(server: Any, value: bool) -> None:
+    server.latency_tracking = value
+
+
 def _apply_observe(server: Any, value: int) -> None:
     """The command log and latency thresholds (observe.py)."""
     server.observer.reconfigured()
@@ -588,7 +592,7 @@ def _options() -> list[Option]:
     N("io-threads", 1, 1, 256),
     B("jemalloc-bg-thread", True),
     N("latency-monitor-threshold", 0, 0, 9223372036854775807, apply=_apply_observe),
-    B("latency-tracking", True),
+    B("latency-tracking", True, apply=_apply_latency_tracking),
     B("lazyfree-lazy-eviction", True),
     B("lazyfree-lazy-expire", True),
     B("lazyfree-lazy-server-del", True),
