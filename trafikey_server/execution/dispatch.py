@@ -125,8 +125,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             us = (perf_counter_ns() - t0) // 1000
             cmd.usec += us
             if server.latency_tracking:  # LATENCY HISTOGRAM, INFO latencystats
-                lat = cmd.latency
-                lat[us] = lat.get(us, 0) + 1
+                cmd.latency[us] += 1
             c.tot_cmds += 1
             # MONITOR, COMMANDLOG, LATENCY (observe.py)
             if us >= server.observe_us or len(reply) >= server.large_reply:
@@ -204,8 +203,7 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        lat = cmd.latency
-        lat[us] = lat.get(us, 0) + 1
+        cmd.latency[us] += 1
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))
     return reply
@@ -375,8 +373,7 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        lat = cmd.latency
-        lat[us] = lat.get(us, 0) + 1
+        cmd.latency[us] += 1
     # In EXEC the reply a command is logged with is the transaction's so far.
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))

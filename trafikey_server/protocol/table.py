@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ class Command:
         self.failed_calls = 0
         self.rejected_calls = 0
         # Calls per duration in µs, while latency-tracking is on (util/latency.py).
-        self.latency: dict[int, int] = {}
+        self.latency: defaultdict[int, int] = defaultdict(int)
 
     @property
     def full_name(self) -> str:
@@ -106,7 +107,7 @@ class Command:
 
     def reset_stats(self) -> None:
         self.calls = self.usec = self.failed_calls = self.rejected_calls = 0
-        self.latency = {}
+        self.latency = defaultdict(int)
         for sub in self.subcommands.values():
             sub.reset_stats()
 
