@@ -113,7 +113,9 @@ class Libraries:
         self.functions: dict[bytes, Function] = {}  # by lower-case name: FCALL finds them in any case
         self._pending: list[tuple[bytes, Any, int, bytes | None]] | None = None  # while a library loads
 
-    def load(self, code: bytes, replace: bool) -> bytes:
+    def load(self, code: bytes, replace: bool, timeout: float = LOAD_TIMEOUT) -> bytes:
+        """FUNCTION LOAD (Valkey's functionsCreateWithLibraryCtx); a timeout
+        of 0 lets the code run as long as it takes (FUNCTION RESTORE)."""
         engine_name, name, body = _metadata(code)
         if not _NAME.fullmatch(name):
             raise ScriptError(_BAD_LIBRARY)
@@ -126,7 +128,7 @@ class Libraries:
         self._pending = []
         try:
             # compiled as a C string (luaL_loadbuffer with strlen): up to a NUL
-            result = self.engine._load_library(body.split(b"\0", 1)[0], LOAD_TIMEOUT)
+            result = self.engine._load_library(body.split(b"\0", 1)[0], timeout)
             registered = self._pending
         finally:
             self._pending = None
@@ -247,7 +249,7 @@ class Libraries:
         self.libraries, self.functions = {}, {}
         try:
             for code in codes:
-                self.load(code, False)
+                self.load(code, False, 0)  # no time limit, as Valkey restores
             libraries, functions = self.libraries, self.functions
         finally:
             self.libraries, self.functions = saved
