@@ -6,6 +6,8 @@ password digests (SHA-256, never the passwords), the commands it may run
 prints), the key patterns it may touch and the channel patterns it is given.
 ``Acl`` is the server's registry of users with the ``default`` user every
 connection starts as; ``requirepass`` is that user's single password.
+``AclLog`` is ACL LOG: every refusal (wherever it happens: dispatch, EXEC,
+a script's call) and every failed authentication is reported to it.
 
 Dispatch never asks a user anything on its fast path: each client carries
 ``unrestricted`` (authenticated, and its user may run every command on every
