@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .commands.client import info_line
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.rdb import RdbError
@@ -70,6 +71,7 @@ class Server:
         self.connections: dict[int, Connection] = {}
         # Users and permissions; requirepass is the default user's password.
         self.acl = Acl(self)
+        self.acl.log.client_line = info_line
         self._next_id = 0
         self.started_at = time.time()
         self.started_mono = time.monotonic()
@@ -118,6 +120,12 @@ class Server:
         # The smallest duration (µs) MONITOR, SLOWLOG or LATENCY wants to see:
         # dispatch compares each call with it (observe.py keeps it current).
         self.observe_us = 1 << 62
+        # The reply and request lengths from which COMMANDLOG's large-reply
+        # and large-request types log a call (observe.py keeps them current).
+        self.large_reply = 1 << 62
+        self.large_request = 1 << 62
+        # latency-tracking: dispatch counts each call's duration per command.
+        self.latency_tracking: bool = config.values.get("latency-tracking", True)
         self.observer = Observer(self)
         self.pause = Pause(self)
         self.pause.script_writes = self.scripting.may_write

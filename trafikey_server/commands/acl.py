@@ -1,14 +1,16 @@
 """ACL subcommands: SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT,
-DRYRUN, GENPASS, LOAD, SAVE, HELP. The model lives in ``trafikey_server.acl``;
+DRYRUN, GENPASS, LOG, LOAD, SAVE, HELP. The model lives in ``trafikey_server.acl``;
 these only read arguments and shape replies as Valkey does."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from typing import TYPE_CHECKING
 
-from ..protocol.resp import OK, array, bulk, bulks, integer
-from ..services.acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, lookup
+from ..protocol.args import cstr
+from ..protocol.resp import OK, array, array_header, bulk, bulks, integer
+from ..services.acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, REASONS, lookup
 from ..util.errors import CommandError
 from ..util.parsing import to_int
 
@@ -146,6 +148,37 @@ def acl_dryrun(c: Client, argv: list[bytes]) -> bytes:
     if reason == DENIED_CHANNEL:
         return bulk(b"User %s has no permissions to access the '%s' channel" % (u.name, req[pos]))
     return bulk(b"User %s has no permissions to access the '%s' key" % (u.name, req[pos]))
+
+
+def acl_log(c: Client, argv: list[bytes]) -> bytes:
+    """ACL LOG [count | RESET] (Valkey's aclCommand): ten entries by
+    default, the newest first; a negative count shows none."""
+    log = c.server.acl.log
+    count = 10
+    if len(argv) > 3:
+        raise _syntax(argv)
+    if len(argv) == 3:
+        if cstr(argv[2]).lower() == b"reset":
+            log.entries.clear()
+            return OK
+        n = to_int(argv[2])
+        if n is None:
+            raise CommandError(b"ERR value is not an integer or out of range")
+        count = max(n, 0)
+    shown = log.entries[:count]
+    r = c.r
+    now = int(time.time() * 1000)
+    out = [array_header(len(shown))]
+    for e in shown:
+        out.append(r.map_header(10))
+        out.append(bulk(b"count") + integer(e.count) + bulk(b"reason") + bulk(REASONS[e.reason])
+                   + bulk(b"context") + bulk(e.context) + bulk(b"object") + bulk(e.object)
+                   + bulk(b"username") + bulk(e.username))
+        out.append(bulk(b"age-seconds") + r.double((now - e.ctime) / 1000))
+        out.append(bulk(b"client-info") + bulk(e.cinfo) + bulk(b"entry-id") + integer(e.entry_id)
+                   + bulk(b"timestamp-created") + integer(e.created)
+                   + bulk(b"timestamp-last-updated") + integer(e.ctime))
+    return b"".join(out)
 
 
 def acl_genpass(c: Client, argv: list[bytes]) -> bytes:

@@ -357,6 +357,12 @@ def _encode(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")
 
 
+def info_line(c: Client, argv: list[bytes]) -> bytes:
+    """c's CLIENT INFO line, without its newline, while c runs argv (the
+    client-info of an ACL LOG entry)."""
+    return _encode(_line(c, c, argv, time.time()))[:-1]
+
+
 def client_info(c: Client, argv: list[bytes]) -> bytes:
     return c.r.verbatim(_encode(_line(c, c, argv, time.time())))
 

@@ -73,7 +73,7 @@ def auth(c: Client, argv: list[bytes]) -> bytes:
         user, password = b"default", argv[1]
     else:
         user, password = argv[1], argv[2]
-    if not acl.authenticate(c, user, password):
+    if not acl.authenticate(c, user, password, argv):
         raise CommandError(WRONGPASS)
     return OK
 
@@ -104,7 +104,7 @@ def hello(c: Client, argv: list[bytes]) -> bytes:
         else:
             raise CommandError(b"ERR Syntax error in HELLO option '%s'" % argv[i])
     if user is not None and password is not None:
-        if not c.server.acl.authenticate(c, user, password):
+        if not c.server.acl.authenticate(c, user, password, argv):
             raise CommandError(WRONGPASS)
     if not c.authenticated:
         raise CommandError(

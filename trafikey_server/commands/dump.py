@@ -66,7 +66,7 @@ def dump(c: Client, argv: list[bytes]) -> bytes:
     return bulk(payload(c.server, v))
 
 
-def _footer_ok(c: Client, p: bytes) -> bool:
+def footer_ok(c: Client, p: bytes) -> bool:
     if len(p) < 10:
         return False
     version = p[-10] | (p[-9] << 8)
@@ -109,7 +109,7 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
     if ttl < 0:
         raise CommandError(b"ERR Invalid TTL value, must be >= 0")
     p = argv[3]
-    if not _footer_ok(c, p):
+    if not footer_ok(c, p):
         raise CommandError(_BAD_FOOTER)
     r = Reader(p)
     try:

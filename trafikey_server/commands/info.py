@@ -22,6 +22,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..execution.persist.commands import aof_fields, aof_size_fields
+from ..services.acl import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
+from ..util import latency as hdr
 from ..util.memory import PAGE as _PAGE
 from ..util.memory import STARTUP_RSS as _STARTUP_RSS
 from ..util.memory import peak as _peak
@@ -176,6 +178,7 @@ def _stats(s: Server) -> Fields:
     usec = sum(cmd.usec for cmd in commands)
     net_in = sum(c.tot_net_in for c in s.clients.values())
     net_out = sum(c.tot_net_out for c in s.clients.values())
+    denied = s.acl.log.denied
     return [
         ("total_connections_received", s.total_connections), ("total_commands_processed", total),
         ("instantaneous_ops_per_sec", 0), ("total_net_input_bytes", net_in), ("total_net_output_bytes", net_out),
@@ -210,9 +213,10 @@ def _stats(s: Server) -> Fields:
         *_zeros("reply_buffer_shrinks", "reply_buffer_expands",
                 "eventloop_cycles", "eventloop_duration_sum"),
         ("eventloop_duration_cmd_sum", usec),
-        *_zeros("instantaneous_eventloop_cycles_per_sec", "instantaneous_eventloop_duration_usec",
-                "acl_access_denied_auth", "acl_access_denied_cmd", "acl_access_denied_key",
-                "acl_access_denied_channel", "acl_access_denied_tls_cert", "acl_access_denied_db"),
+        *_zeros("instantaneous_eventloop_cycles_per_sec", "instantaneous_eventloop_duration_usec"),
+        ("acl_access_denied_auth", denied[DENIED_AUTH]), ("acl_access_denied_cmd", denied[DENIED_CMD]),
+        ("acl_access_denied_key", denied[DENIED_KEY]), ("acl_access_denied_channel", denied[DENIED_CHANNEL]),
+        *_zeros("acl_access_denied_tls_cert", "acl_access_denied_db"),
     ]
 
 
@@ -264,7 +268,27 @@ def _errorstats(s: Server) -> Fields:
 
 
 def _latencystats(s: Server) -> Fields:
-    return []
+    """Valkey's fillPercentileDistributionLatencies for each command with a
+    histogram, at the latency-tracking-info-percentiles."""
+    if not s.latency_tracking:
+        return []
+    wanted = [float(p) for p in s.config.values["latency-tracking-info-percentiles"].split()]
+    names = [_trim_double(p) for p in wanted]
+    out: Fields = []
+    for cmd in s.table.everything():
+        if cmd.latency:
+            out.append((f"latency_percentiles_usec_{cmd.name}", ",".join(
+                f"p{name}={hdr.percentile(cmd.latency, p) / 1000:.3f}" for name, p in zip(names, wanted, strict=True))))
+    return out
+
+
+def _trim_double(p: float) -> str:
+    """A percentile as Valkey names it: printed with %f, trailing zeros
+    (and a bare point) trimmed."""
+    text = f"{p:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def _cluster(s: Server) -> Fields:

@@ -13,7 +13,9 @@ import time
 from typing import TYPE_CHECKING
 
 from ..protocol.resp import OK, array, bulk, bulks, integer
+from ..services.acl import lookup
 from ..services.observe import CommandLog
+from ..util import latency as hdr
 from ..util.errors import CommandError, syntax
 from ..util.memory import STARTUP_RSS as _STARTUP_RSS
 from ..util.memory import peak as _peak
@@ -24,6 +26,7 @@ from ..values.record import sds_size as _sds
 from ..values.registry import of
 
 if TYPE_CHECKING:
+    from ..protocol.table import Command
     from ..services.client import Client
 
 
@@ -189,6 +192,32 @@ def latency(c: Client, argv: list[bytes]) -> bytes:
 
 def latency_help(c: Client, argv: list[bytes]) -> bytes:
     return _LATENCY_HELP
+
+
+def _histogram(c: Client, cmd: Command) -> bytes:
+    """Valkey's fillCommandCDF: the calls, then each power-of-two bucket
+    (µs) that holds calls with the calls up to it."""
+    r = c.r
+    points = hdr.cdf(cmd.latency)
+    return (r.map_header(2) + bulk(b"calls") + integer(sum(cmd.latency.values())) + bulk(b"histogram_usec")
+            + r.map_header(len(points)) + b"".join(integer(us) + integer(n) for us, n in points))
+
+
+def latency_histogram(c: Client, argv: list[bytes]) -> bytes:
+    """LATENCY HISTOGRAM [command ...]: every command with a histogram, or
+    those named (a container names its subcommands too; unknown names are
+    skipped, a name given twice answers twice)."""
+    table = c.server.table
+    if len(argv) == 2:
+        chosen = [cmd for cmd in table.everything() if cmd.latency]
+    else:
+        chosen = []
+        for name in argv[2:]:
+            cmd = lookup(table, name)
+            if cmd is None:
+                continue
+            chosen.extend(x for x in cmd.all_commands() if x.latency)
+    return c.r.map_header(len(chosen)) + b"".join(bulk(cmd.bname) + _histogram(c, cmd) for cmd in chosen)
 
 
 def latency_latest(c: Client, argv: list[bytes]) -> bytes:

@@ -14,10 +14,13 @@ from ..execution.dispatch import busy_error
 from ..execution.scripting.engine import COMPAT, FLAG_NAMES, NO_WRITES, Script, ScriptError
 from ..execution.scripting.library import FLAG_ORDER
 from ..protocol.args import cstr, error_text
+from ..protocol.rdbformat import RdbError, Reader, compressing, encode_string
 from ..protocol.resp import OK, array_header, bulk, integer, status
 from ..util import glob
+from ..util.crc64 import crc64
 from ..util.errors import CommandError
 from ..util.parsing import to_int
+from .dump import DUMP_VERSION, footer_ok
 
 if TYPE_CHECKING:
     from ..services.client import Client
@@ -255,6 +258,58 @@ def function_list(c: Client, argv: list[bytes]) -> bytes:
         if with_code:
             out.append(bulk(b"library_code") + bulk(lib.code))
     return b"".join(out)
+
+
+# RDB_OPCODE_FUNCTION2 (a library's code) and the pre-GA form Valkey refuses.
+_OP_FUNCTION2 = 245
+_OP_FUNCTION_PRE_GA = 246
+_RESTORE_POLICIES = (b"append", b"replace", b"flush")
+
+
+def function_dump(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey's functionDumpCommand: each library's code after the
+    FUNCTION2 opcode, as its RDB files hold them, then DUMP's footer, so
+    the payload restores on Valkey and the other way round."""
+    with compressing(bool(c.server.config.values.get("rdbcompression", True))):
+        out = b"".join(bytes((_OP_FUNCTION2,)) + encode_string(lib.code)
+                       for lib in c.server.scripting.libraries.libraries.values())
+    out += DUMP_VERSION.to_bytes(2, "little")
+    return bulk(out + crc64(out).to_bytes(8, "little"))
+
+
+def function_restore(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey's functionRestoreCommand: the policy, the footer, then every
+    library of the payload read before any is kept."""
+    if len(argv) > 4:
+        raise CommandError(
+            b"ERR unknown subcommand or wrong number of arguments for '%s'. Try %s HELP." % (
+                argv[1][:128].replace(b"\r", b" ").replace(b"\n", b" "), argv[0].upper()))
+    policy = b"append"
+    if len(argv) == 4:
+        policy = cstr(argv[3]).lower()
+        if policy not in _RESTORE_POLICIES:
+            raise CommandError(b"ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+    data = argv[2]
+    if not footer_ok(c, data):
+        raise CommandError(b"ERR DUMP payload version or checksum are wrong")
+    r = Reader(data)
+    codes = []
+    # Up to the footer; a library's code may run into it, as in Valkey.
+    while len(data) - r.p > 10:
+        op = r.byte()
+        if op == _OP_FUNCTION_PRE_GA:
+            raise CommandError(b"ERR Pre-GA function format not supported")
+        if op != _OP_FUNCTION2:
+            raise CommandError(b"ERR given type is not a function")
+        try:
+            codes.append(r.string())
+        except (RdbError, IndexError, ValueError):
+            raise CommandError(b"ERR Failed loading library payload") from None
+    try:
+        c.server.scripting.libraries.restore(codes, policy)
+    except ScriptError as e:
+        raise CommandError(e.msg) from None
+    return OK
 
 
 def function_stats(c: Client, argv: list[bytes]) -> bytes:

@@ -11,11 +11,31 @@ from typing import TYPE_CHECKING
 
 from ..execution.dispatch import call
 from ..protocol.resp import OK, array_header
+from ..services.acl import CTX_MULTI, DENIED_CHANNEL, DENIED_CMD
 from ..services.client import Watch
 from ..util.errors import CommandError
 
 if TYPE_CHECKING:
+    from ..protocol.table import Command
     from ..services.client import Client
+
+
+_CHANGED = (b"NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. "
+            b"This command is no longer allowed for the following reason: ")
+_WHY = {DENIED_CMD: b"no permission to execute the command or subcommand",
+        DENIED_CHANNEL: b"no permission to access one of the channels used as arguments"}
+
+
+def _denied(c: Client, cmd: Command, args: list[bytes]) -> bytes | None:
+    """Valkey's execCommand checks each queued command against the ACL
+    again: rules may have changed since it was queued."""
+    reason, pos = c.acl.denial(cmd, args)
+    if not reason:
+        return None
+    c.server.acl.log.denial(c, cmd, args, reason, pos, CTX_MULTI)
+    msg = _CHANGED + _WHY.get(reason, b"no permission to touch the specified keys")
+    c.server.count_error(msg)
+    return b"-" + msg + b"\r\n"
 
 
 def multi(c: Client, argv: list[bytes]) -> bytes:
@@ -57,7 +77,9 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
             # A client that kills itself (CLIENT KILL) still runs the rest of
             # the transaction, but Valkey sends nothing after that reply.
             closing = c.closing
-            reply = call(c, cmd, args)
+            reply = None if c.acl.unrestricted else _denied(c, cmd, args)
+            if reply is None:
+                reply = call(c, cmd, args)
             if not closing:
                 replies.append(reply)
     finally:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
-from ..services.acl import error_text
+from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.limits import NOREPLICAS, write_refusal
 from ..services.tracking import refresh_hooks
@@ -124,9 +124,12 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             cmd.calls += 1
             us = (perf_counter_ns() - t0) // 1000
             cmd.usec += us
+            if server.latency_tracking:  # LATENCY HISTOGRAM, INFO latencystats
+                cmd.latency[us] += 1
             c.tot_cmds += 1
-            if us >= server.observe_us:  # MONITOR, SLOWLOG, LATENCY (observe.py)
-                server.observer.record(c, cmd, argv, us)
+            # MONITOR, COMMANDLOG, LATENCY (observe.py)
+            if us >= server.observe_us or len(reply) >= server.large_reply:
+                server.observer.record(c, cmd, argv, us, len(reply))
             if server.ready_keys:  # clients blocked on a key this made ready (blocking.py)
                 server.blocking.serve()
             return reply
@@ -198,8 +201,11 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     us = (perf_counter_ns() - t0) // 1000
     cmd.usec += us
     c.tot_cmds += 1
-    if us >= c.server.observe_us:
-        c.server.observer.record(c, cmd, argv, us)
+    server = c.server
+    if server.latency_tracking:
+        cmd.latency[us] += 1
+    if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
+        server.observer.record(c, cmd, argv, us, len(reply))
     return reply
 
 
@@ -304,9 +310,10 @@ def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:
 def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
     """Valkey's ACL check in processCommand: NOPERM, and a transaction
     being queued is doomed."""
-    reason, _ = c.acl.denial(cmd, argv)
+    reason, pos = c.acl.denial(cmd, argv)
     if not reason:
         return None
+    c.server.acl.log.denial(c, cmd, argv, reason, pos, CTX_TOPLEVEL if c.multi is None else CTX_MULTI)
     cmd.rejected_calls += 1
     msg = b"NOPERM " + error_text(reason, c.acl, cmd)
     if cmd.bname == b"exec":
@@ -365,8 +372,11 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     cmd.usec += us
     c.tot_cmds += 1
     server = c.server
-    if us >= server.observe_us:
-        server.observer.record(c, cmd, argv, us)
+    if server.latency_tracking:
+        cmd.latency[us] += 1
+    # In EXEC the reply a command is logged with is the transaction's so far.
+    if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
+        server.observer.record(c, cmd, argv, us, len(reply))
     if server.tracking.clients:  # client-side caching: the keys a read read
         server.tracking.after_call(cmd, argv)
     return reply

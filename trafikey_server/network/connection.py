@@ -83,7 +83,7 @@ def _split_length(window: bytes, huge_bulk: Any) -> bool:
 
 class Connection(asyncio.Protocol):
     __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending")
+                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending", "backlog")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -91,6 +91,9 @@ class Connection(asyncio.Protocol):
         self.transport: Any = None
         self.reader = hiredis.Reader()
         self.py: PyParser | None = None
+        # Bytes read and not yet parsed after the last read: with a new
+        # read, the most any request completed by it can take.
+        self.backlog = 0
         # Reads since the last request boundary, and how many requests the
         # first of them completed; None once too large to keep.
         self.retained: list[bytes] | None = []
@@ -171,6 +174,11 @@ class Connection(asyncio.Protocol):
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
         c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
+        # A request as large as COMMANDLOG's large-request threshold may end
+        # in this read: the commands it completes are observed (observe.py).
+        big = self.backlog + len(data) >= self.server.large_request
+        if big:
+            self.server.observer.big_read(True)
         # Inline requests, and every request before AUTH (Valkey refuses a
         # long one with a protocol error), go to the exact parser.
         if self.py is not None or (self.boundary and (data[0] != 42 or not c.authenticated)):
@@ -183,6 +191,9 @@ class Connection(asyncio.Protocol):
         # within 1 KB of it; the limits are 1 MB at the least.
         py = self.py
         pending = self.reader.len() if py is None else len(py.buf) - py.pos
+        self.backlog = pending
+        if big:
+            self.server.observer.big_read(False)
         if pending > 1048576 and query_buffer_exceeded(c, pending):
             c.closing = True
             out.clear()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ class Command:
         "subcommands", "parent", "row", "calls", "usec", "failed_calls",
         "rejected_calls", "write", "readonly", "noscript", "no_auth", "loading",
         "stale", "no_multi", "denyoom", "allow_busy", "fast", "movablekeys",
-        "admin", "implemented", "extension", "may_replicate",
+        "admin", "implemented", "extension", "may_replicate", "latency",
     )
 
     def __init__(self, row: dict[str, Any], parent: Command | None = None) -> None:
@@ -93,6 +94,8 @@ class Command:
         self.usec = 0
         self.failed_calls = 0
         self.rejected_calls = 0
+        # Calls per duration in µs, while latency-tracking is on (util/latency.py).
+        self.latency: defaultdict[int, int] = defaultdict(int)
 
     @property
     def full_name(self) -> str:
@@ -104,6 +107,7 @@ class Command:
 
     def reset_stats(self) -> None:
         self.calls = self.usec = self.failed_calls = self.rejected_calls = 0
+        self.latency = defaultdict(int)
         for sub in self.subcommands.values():
             sub.reset_stats()
 

@@ -6,6 +6,8 @@ password digests (SHA-256, never the passwords), the commands it may run
 prints), the key patterns it may touch and the channel patterns it is given.
 ``Acl`` is the server's registry of users with the ``default`` user every
 connection starts as; ``requirepass`` is that user's single password.
+``AclLog`` is ACL LOG: every refusal (wherever it happens: dispatch, EXEC,
+a script's call) and every failed authentication is reported to it.
 
 Dispatch never asks a user anything on its fast path: each client carries
 ``unrestricted`` (authenticated, and its user may run every command on every
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..protocol.keyspecs import extract, has_keys
@@ -45,6 +48,17 @@ ALL = READ | WRITE
 DENIED_CMD = 1
 DENIED_KEY = 2
 DENIED_CHANNEL = 3
+DENIED_AUTH = 4
+
+# ACL LOG's names for the reasons, and the contexts a denial happens in.
+REASONS = {DENIED_CMD: b"command", DENIED_KEY: b"key", DENIED_CHANNEL: b"channel", DENIED_AUTH: b"auth"}
+CTX_TOPLEVEL = b"toplevel"
+CTX_MULTI = b"multi"
+CTX_LUA = b"lua"
+# Valkey's ACL_LOG_GROUPING_MAX_TIME_DELTA (ms), and how many of the newest
+# entries a new one is compared with.
+GROUPING_MS = 60000
+GROUPING_SCAN = 10
 
 # Where the channels of a pub/sub command are (Valkey's getChannelsFromCommand,
 # for the flags the ACL checks): the first argument or all of them, and
@@ -436,11 +450,85 @@ def error_text(reason: int, user: User, cmd: Command) -> bytes:
     return b"No permissions to access a key"
 
 
+class LogEntry:
+    """One ACL LOG entry (Valkey's ACLLogEntry)."""
+
+    __slots__ = ("count", "reason", "context", "object", "username", "ctime", "cinfo", "entry_id", "created")
+
+    def __init__(self, reason: int, context: bytes, obj: bytes, username: bytes, ms: int, cinfo: bytes,
+                 entry_id: int) -> None:
+        self.count = 1
+        self.reason = reason
+        self.context = context
+        self.object = obj
+        self.username = username
+        self.ctime = ms
+        self.cinfo = cinfo
+        self.entry_id = entry_id
+        self.created = ms
+
+    def same(self, other: LogEntry) -> bool:
+        """Valkey's ACLLogMatchEntry: the same denial within a minute."""
+        return (self.reason == other.reason and self.context == other.context
+                and abs(self.ctime - other.ctime) <= GROUPING_MS and self.object == other.object
+                and self.username == other.username)
+
+
+class AclLog:
+    """ACL LOG: the newest entry first, at most acllog-max-len of them; a
+    denial like one of the ten newest entries (``LogEntry.same``) bumps that
+    entry's count and moves it to the front (Valkey's addACLLogEntry). The
+    counters are INFO stats' acl_access_denied_*."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.entries: list[LogEntry] = []
+        self.next_id = 0
+        self.denied = dict.fromkeys(REASONS, 0)
+        # The CLIENT INFO line of a client running ``argv`` (set by the
+        # server: the line's format belongs to CLIENT).
+        self.client_line: Callable[[Client, list[bytes]], bytes] = lambda c, argv: b""
+
+    def add(self, c: Client, argv: list[bytes], reason: int, context: bytes, obj: bytes,
+            username: bytes | None = None) -> None:
+        self.denied[reason] += 1
+        max_len = self.server.config.values.get("acllog-max-len", 128)
+        entries = self.entries
+        if max_len == 0:
+            entries.clear()
+            return
+        if c.in_script:  # the entry describes the client that runs the script
+            run = self.server.scripting.run
+            caller = getattr(run, "caller", None) if run is not None else None
+            if caller is not None:
+                c, argv = caller, run.argv
+        ms = int(time.time() * 1000)
+        entry = LogEntry(reason, context, obj, c.acl.name if username is None else username, ms,
+                         self.client_line(c, argv), self.next_id)
+        for i, old in enumerate(entries[:GROUPING_SCAN]):
+            if old.same(entry):
+                del entries[i]
+                entries.insert(0, old)
+                old.cinfo, old.ctime = entry.cinfo, entry.ctime
+                old.count += 1
+                return
+        self.next_id += 1
+        entries.insert(0, entry)
+        del entries[max_len:]
+
+    def denial(self, c: Client, cmd: Command, argv: list[bytes], reason: int, pos: int, context: bytes) -> None:
+        """A command refused by the ACL: the object is the command's full
+        name, or the key or channel at ``pos``."""
+        obj = cmd.bname if reason == DENIED_CMD else argv[pos]
+        self.add(c, argv, reason, context, obj)
+
+
 class Acl:
     """The users of one server; ``default`` always exists."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.log = AclLog(server)
         self.users: dict[bytes, User] = {}
         d = User(b"default")
         for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
@@ -466,20 +554,29 @@ class Acl:
     def sorted_users(self) -> list[User]:
         return [self.users[k] for k in sorted(self.users)]
 
-    def authenticate(self, c: Client, name: bytes, password: bytes) -> bool:
+    def authenticate(self, c: Client, name: bytes, password: bytes, argv: list[bytes] | None = None) -> bool:
+        """AUTH and HELLO AUTH; a failure is logged (ACL LOG) under the name
+        tried, with the request's command name as typed (``argv``)."""
         u = self.users.get(name)
         if u is None:
             # Hashed and compared all the same, so timing does not tell
             # which users exist.
             hmac.compare_digest(digest(password), digest(b""))
+            self._failed(c, name, argv)
             return False
         if not u.check_password(password) or not u.enabled:
+            self._failed(c, name, argv)
             return False
         c.authenticated = True
         c.acl = u
         c.user = u.name
         refresh(c)
         return True
+
+    def _failed(self, c: Client, name: bytes, argv: list[bytes] | None) -> None:
+        argv = argv or [b"auth"]
+        context = CTX_MULTI if c.multi is not None or c.in_exec else CTX_TOPLEVEL
+        self.log.add(c, argv, DENIED_AUTH, context, argv[0], name)
 
     def set_user(self, name: bytes, ops: Iterable[bytes], current: Client | None = None) -> None:
         """ACL SETUSER: all modifiers apply to a copy; the user changes only

@@ -394,9 +394,13 @@ def _apply_slot_checks(server: Any, value: bool) -> None:
     server.slot_checks = value
 
 
+def _apply_latency_tracking(server: Any, value: bool) -> None:
+    server.latency_tracking = value
+
+
 def _apply_observe(server: Any, value: int) -> None:
-    """The slow log and latency thresholds (observe.py)."""
-    server.observer.refresh()
+    """The command log and latency thresholds (observe.py)."""
+    server.observer.reconfigured()
 
 
 # -- the special options ----------------------------------------------------------------------
@@ -566,10 +570,10 @@ def _options() -> list[Option]:
     B("cluster-slot-stats-enabled", False),
     N("commandlog-execution-slower-than", 10000, -1, 9223372036854775807, aliases=("slowlog-log-slower-than",),
       apply=_apply_observe),
-    N("commandlog-large-reply-max-len", 128, 0, 9223372036854775807),
-    N("commandlog-large-request-max-len", 128, 0, 9223372036854775807),
-    N("commandlog-reply-larger-than", 1048576, -1, 9223372036854775807),
-    N("commandlog-request-larger-than", 1048576, -1, 9223372036854775807),
+    N("commandlog-large-reply-max-len", 128, 0, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-large-request-max-len", 128, 0, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-reply-larger-than", 1048576, -1, 9223372036854775807, apply=_apply_observe),
+    N("commandlog-request-larger-than", 1048576, -1, 9223372036854775807, apply=_apply_observe),
     N("commandlog-slow-execution-max-len", 128, 0, 9223372036854775807, aliases=("slowlog-max-len",),
       apply=_apply_observe),
     B("crash-log-enabled", True),
@@ -588,7 +592,7 @@ def _options() -> list[Option]:
     N("io-threads", 1, 1, 256),
     B("jemalloc-bg-thread", True),
     N("latency-monitor-threshold", 0, 0, 9223372036854775807, apply=_apply_observe),
-    B("latency-tracking", True),
+    B("latency-tracking", True, apply=_apply_latency_tracking),
     B("lazyfree-lazy-eviction", True),
     B("lazyfree-lazy-expire", True),
     B("lazyfree-lazy-server-del", True),

@@ -10,9 +10,16 @@ a client is in MONITOR mode. With all three idle it is larger than any
 duration, so a command pays one attribute read and one comparison.
 
 The slow log is the ``slow`` type of COMMANDLOG (SLOWLOG reads the same
-``CommandLog``). Its ``large-request`` and ``large-reply`` logs exist and
-can be read and reset, but nothing fills them: that would mean measuring
-every request and reply on the per-command path.
+``CommandLog``). The ``large-request`` and ``large-reply`` types log a
+command whose request, or reply, reached ``commandlog-request-larger-than``
+or ``commandlog-reply-larger-than`` bytes, counted as Valkey counts them
+(the request in RESP's multibulk form; a command run by EXEC has EXEC's
+request and the transaction's reply so far; one run by a script has no
+request and its own reply). Dispatch compares the reply's length with
+``server.large_reply``; a request can only be large when the bytes a
+connection holds reach the request threshold, and for such a read the
+connection lowers ``observe_us`` to 0 (``big_read``), so that small reads
+cost no per-command work.
 """
 
 from __future__ import annotations
@@ -133,6 +140,17 @@ LOG_TYPES = {
 }
 
 
+def request_size(argv: list[bytes]) -> int:
+    """A request's bytes in RESP's multibulk form (Valkey's
+    net_input_bytes_curr_cmd): the ``*N`` line, and each argument's ``$len``
+    line, bytes and CRLF."""
+    n = len(b"*%d\r\n" % len(argv))
+    for a in argv:
+        la = len(a)
+        n += la + len(b"%d" % la) + 5
+    return n
+
+
 class Observer:
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -143,6 +161,14 @@ class Observer:
         self.latency: dict[str, LatencySeries] = {}
         self.slower_than = NEVER
         self.latency_us = NEVER
+        # Bytes from which a request, or a reply, is logged (NEVER: off).
+        self.large_request = NEVER
+        self.large_reply = NEVER
+        # A connection is running the commands of a read that may hold a
+        # large request (``big_read``).
+        self.reading_big = False
+        # The running command changed a threshold: it is observed itself.
+        self.changed = False
         self.refresh()
 
     def refresh(self) -> None:
@@ -155,10 +181,28 @@ class Observer:
             log.max_len = v.get(name, 128)
             log.trim()
         self.slower_than = slower if slower >= 0 and self.slowlog.max_len > 0 else NEVER
+        req = v.get("commandlog-request-larger-than", 1048576)
+        self.large_request = req if req >= 0 and self.logs[b"large-request"].max_len > 0 else NEVER
+        rep = v.get("commandlog-reply-larger-than", 1048576)
+        self.large_reply = rep if rep >= 0 and self.logs[b"large-reply"].max_len > 0 else NEVER
+        self.server.large_reply = self.large_reply
+        self.server.large_request = self.large_request
         lat = v.get("latency-monitor-threshold", 0)
         self.latency_us = lat * 1000 if lat > 0 else NEVER
-        floor = 0 if self.monitors else NEVER
+        floor = 0 if self.monitors or self.reading_big or self.changed else NEVER
         self.server.observe_us = min(self.slower_than, self.latency_us, floor)
+
+    def reconfigured(self) -> None:
+        """CONFIG SET changed a threshold: the command that did it is
+        measured against the new ones, as Valkey logs it after it ran."""
+        self.changed = True
+        self.refresh()
+
+    def big_read(self, on: bool) -> None:
+        """A connection holds enough bytes for a large request: every
+        command it runs from them is observed, until it says it is done."""
+        self.reading_big = on
+        self.refresh()
 
     # -- MONITOR -----------------------------------------------------------------
 
@@ -183,18 +227,21 @@ class Observer:
 
     # -- the hook ------------------------------------------------------------------
 
-    def record(self, c: Client, cmd: Command, argv: list[bytes], usec: int) -> None:
-        """A call reached the smallest threshold: give it to whichever of
-        the three watchers asked for it, as Valkey's call() does after a
-        command ran (latency, then the slow log, then MONITOR). Commands
-        replayed from the AOF at start-up are not observed, as in Valkey."""
+    def record(self, c: Client, cmd: Command, argv: list[bytes], usec: int, reply_len: int) -> None:
+        """A call reached a threshold: give it to whichever of the watchers
+        asked for it, as Valkey's call() does after a command ran (latency,
+        then the command logs, then MONITOR). Commands replayed from the
+        AOF at start-up are not observed, as in Valkey."""
+        if self.changed:
+            self.changed = False
+            self.refresh()
         if self.server.loading:
             return
         if usec >= self.latency_us:
             self._latency("fast-command" if cmd.fast else "command", usec // 1000)
         flags = cmd.flags
-        if usec >= self.slower_than and "skip_commandlog" not in flags:
-            self._slowlog(c, cmd, argv, usec)
+        if "skip_commandlog" not in flags:
+            self._commandlog(c, cmd, argv, usec, reply_len)
         if self.monitors and not cmd.admin and "skip_monitor" not in flags and c is not self.server.blocking.rerunning:
             self.feed(c, redact(cmd, argv))
 
@@ -204,10 +251,26 @@ class Observer:
             series = self.latency[event] = LatencySeries()
         series.add(ms)
 
-    def _slowlog(self, c: Client, cmd: Command, argv: list[bytes], usec: int) -> None:
-        if c.in_script:  # the fake script client: the entry names the caller
+    def _commandlog(self, c: Client, cmd: Command, argv: list[bytes], usec: int, reply_len: int) -> None:
+        """Valkey's commandlogPushCurrentCommand: the three logs, each with
+        its own measure; an entry of a script's command names the caller."""
+        if c.in_script:
+            request = 0  # the script's client reads nothing from a socket
             run = self.server.scripting.run
             caller = getattr(run, "caller", None) if run is not None else None
-            if caller is not None:
-                c = caller
-        self.slowlog.add(c, cmd, argv, usec)
+            who = caller if caller is not None else c
+        else:
+            if c.in_exec:
+                request = request_size(c.exec_argv)
+                reply_len += sum(map(len, c.exec_out))  # the transaction's reply so far
+            elif self.large_request != NEVER:
+                request = request_size(argv)
+            else:
+                request = 0
+            who = c
+        if usec >= self.slower_than:
+            self.slowlog.add(who, cmd, argv, usec)
+        if request >= self.large_request:
+            self.logs[b"large-request"].add(who, cmd, argv, request)
+        if reply_len >= self.large_reply:
+            self.logs[b"large-reply"].add(who, cmd, argv, reply_len)

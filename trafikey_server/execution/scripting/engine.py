@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from lupa import lua51
 
 from ...protocol.keyspecs import request_keys
-from ...services.acl import error_text
+from ...services.acl import CTX_LUA, error_text
 from ...services.client import Client
 from ...services.limits import NOREPLICAS, OOM
 from ...util.errors import CommandError
@@ -381,8 +381,9 @@ class Engine:
         if cmd.noscript:
             return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
         if run.acl is not None:
-            reason, _ = run.acl.denial(cmd, argv)
+            reason, pos = run.acl.denial(cmd, argv)
             if reason:
+                self.server.acl.log.denial(self.client, cmd, argv, reason, pos, CTX_LUA)
                 return self._refuse(cmd, b"ERR ACL failure in script: " + error_text(reason, run.acl, cmd))
         if run.read_only and (cmd.write or cmd.may_replicate):
             # PUBLISH too: may-replicate commands count as writes in scripts.

@@ -113,7 +113,9 @@ class Libraries:
         self.functions: dict[bytes, Function] = {}  # by lower-case name: FCALL finds them in any case
         self._pending: list[tuple[bytes, Any, int, bytes | None]] | None = None  # while a library loads
 
-    def load(self, code: bytes, replace: bool) -> bytes:
+    def load(self, code: bytes, replace: bool, timeout: float = LOAD_TIMEOUT) -> bytes:
+        """FUNCTION LOAD (Valkey's functionsCreateWithLibraryCtx); a timeout
+        of 0 lets the code run as long as it takes (FUNCTION RESTORE)."""
         engine_name, name, body = _metadata(code)
         if not _NAME.fullmatch(name):
             raise ScriptError(_BAD_LIBRARY)
@@ -126,7 +128,7 @@ class Libraries:
         self._pending = []
         try:
             # compiled as a C string (luaL_loadbuffer with strlen): up to a NUL
-            result = self.engine._load_library(body.split(b"\0", 1)[0], LOAD_TIMEOUT)
+            result = self.engine._load_library(body.split(b"\0", 1)[0], timeout)
             registered = self._pending
         finally:
             self._pending = None
@@ -234,3 +236,41 @@ class Libraries:
     def flush(self) -> None:
         self.libraries.clear()
         self.functions.clear()
+
+    def restore(self, codes: list[bytes], policy: bytes) -> None:
+        """FUNCTION RESTORE's libraries (Valkey's functionRestoreCommand):
+        loaded into a context of their own first (a library named twice
+        there is refused as FUNCTION LOAD refuses it), then swapped in
+        (``flush``) or joined to the current ones (libraryJoin): a library
+        already here is refused unless ``replace``, and a function of a
+        library that stays is never overwritten. A refusal changes nothing."""
+        saved = self.libraries, self.functions
+        # Loaded here, where server.register_function reports to.
+        self.libraries, self.functions = {}, {}
+        try:
+            for code in codes:
+                self.load(code, False, 0)  # no time limit, as Valkey restores
+            libraries, functions = self.libraries, self.functions
+        finally:
+            self.libraries, self.functions = saved
+        if policy == b"flush":
+            self.libraries, self.functions = libraries, functions
+            return
+        replaced: list[Library] = []
+        for name in libraries:
+            old = self.libraries.get(name)
+            if old is None:
+                continue
+            if policy != b"replace":
+                raise ScriptError(b"ERR Library %s already exists" % name)
+            replaced.append(old)
+        survivors = {k for k, f in self.functions.items() if f.library not in replaced}
+        for key, f in functions.items():
+            if key in survivors:
+                raise ScriptError(b"ERR Function %s already exists" % f.name)
+        for old in replaced:
+            self._unlink(old)
+        for name, lib in libraries.items():
+            self.libraries[name] = lib
+            for fname, f in lib.functions.items():
+                self.functions.setdefault(fname.lower(), f)
