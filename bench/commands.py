@@ -31,6 +31,15 @@ server that happens to run second:
   field value``) start from no ``s``; XRANGE (``XRANGE s - + COUNT 10``) reads
   a stream ``s`` filled first with ``XRANGE_ENTRIES`` entries of the same
   shape.
+- SETBIT (``SETBIT bench:bits 99999 1``) and BITCOUNT (``BITCOUNT
+  bench:bits``) work on a ``bench:bits`` of ``BITCOUNT_BYTES`` bytes (100,000
+  bits), set first. SETBIT's offset is fixed because redis-benchmark writes
+  ``__rand_int__`` zero-padded to 12 digits, which is no valid bit offset.
+- PFADD (``PFADD bench:hll element:__rand_int__`` under ``-r``) starts from
+  no ``bench:hll``; PFCOUNT (``PFCOUNT bench:hll:full``) counts a key filled first
+  with ``PFCOUNT_ELEMENTS`` elements (dense on both servers).
+- GEOADD (``GEOADD bench:geo 13.361389 38.115556 member:__rand_int__``
+  under ``-r``) starts from no ``bench:geo``.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ KEYSPACE = 100_000  # -r for the tests that take random keys
 ZRANGE_MEMBERS = 100
 SMEMBERS_MEMBERS = 100
 XRANGE_ENTRIES = 1000
+BITCOUNT_BYTES = KEYSPACE // 8
+PFCOUNT_ELEMENTS = KEYSPACE
 
 
 def _fill_zset(server: Server, key: str, n: int) -> None:
@@ -162,6 +173,22 @@ def _prep_xrange(server: Server, requests: int) -> None:
         _drain(conn, n)
 
 
+def _prep_del(key: str) -> Callable[[Server, int], None]:
+    def prep(server: Server, requests: int) -> None:
+        server.execute("DEL", key)
+
+    return prep
+
+
+def _prep_bits(server: Server, requests: int) -> None:
+    server.execute("SET", "bench:bits", b"\x5a" * BITCOUNT_BYTES)
+
+
+def _prep_pfcount(server: Server, requests: int) -> None:
+    if server.execute("PFCOUNT", "bench:hll:full") == 0:
+        _fill(server, "PFADD", "bench:hll:full", [f"element:{i}" for i in range(PFCOUNT_ELEMENTS)])
+
+
 @dataclass(frozen=True)
 class Test:
     name: str
@@ -189,6 +216,12 @@ TESTS: list[Test] = [
     Test("XADD", ["XADD", "s", "*", "field", "value"], _prep_del_stream),
     Test("XADD_MAXLEN", ["XADD", "s", "MAXLEN", "~", "1000", "*", "field", "value"], _prep_del_stream),
     Test("XRANGE", ["XRANGE", "s", "-", "+", "COUNT", "10"], _prep_xrange),
+    Test("SETBIT", ["SETBIT", "bench:bits", str(KEYSPACE - 1), "1"], _prep_bits),
+    Test("BITCOUNT", ["BITCOUNT", "bench:bits"], _prep_bits),
+    Test("PFADD", ["-r", str(KEYSPACE), "PFADD", "bench:hll", "element:__rand_int__"], _prep_del("bench:hll")),
+    Test("PFCOUNT", ["PFCOUNT", "bench:hll:full"], _prep_pfcount),
+    Test("GEOADD", ["-r", str(KEYSPACE), "GEOADD", "bench:geo", "13.361389", "38.115556", "member:__rand_int__"],
+         _prep_del("bench:geo")),
 ]
 
 

@@ -10,6 +10,15 @@ as they are when an entry is refreshed.
 Usage: python tools/capture_command_table.py PORT NAME[|SUB,SUB...] ...
 An entry like ``client|id,setname`` captures CLIENT with only those
 subcommands; ``client`` alone captures CLIENT with no subcommands.
+
+Subcommands are kept in the order Valkey lists them, whatever the order
+they are named in: COMMAND INFO and DOCS list a container's subcommands in
+the iteration order of its subcommand table, and the server replies in row
+order. A container of at most seven subcommands fits one bucket of Valkey's
+hash table, which iterates in insertion order (its src/commands.def order),
+so that order is the same on every start; a bigger container's order
+depends on the hash seed Valkey draws at each start, so what is captured is
+one start's order, as good as any.
 """
 
 from __future__ import annotations
@@ -81,10 +90,13 @@ def capture(r: Raw, name: str, subs: list[str] | None, old: dict[str, Any]) -> d
         row["tokens"] = old["tokens"]
     if subs is not None:
         oldsubs = {s["name"]: s for s in old.get("subcommands", [])}
+        wanted = {f"{name}|{s}" for s in subs}
+        if wanted - subrows.keys():
+            raise SystemExit(f"Valkey has no {', '.join(sorted(wanted - subrows.keys()))}")
         row["subcommands"] = []
-        for s in subs:
-            full = f"{name}|{s}"
-            sr = subrows[full]
+        for full, sr in subrows.items():
+            if full not in wanted:
+                continue
             sr.pop("_subs")
             sr["docs"] = subdocs[full]
             sr["handler"] = oldsubs.get(full, {}).get("handler", "")

@@ -1,4 +1,5 @@
-"""COMMAND family against Valkey: every served row's INFO and DOCS bytes."""
+"""COMMAND family against Valkey: HELP, GETKEYS, LIST filters and the job
+core's rows (every row's INFO and DOCS are in test_command_table.py)."""
 
 from __future__ import annotations
 
@@ -7,34 +8,6 @@ import pytest
 from trafikey_server.protocol.table import default_table
 
 TABLE = default_table()
-
-
-def _names() -> list[str]:
-    """Rows without subcommands, and each served subcommand on its own:
-    Valkey's containers list subcommands we do not serve, so the container
-    rows themselves legitimately differ."""
-    out: list[str] = []
-    for cmd in TABLE.ordered:
-        if cmd.extension:
-            continue
-        if cmd.subcommands:
-            out.extend(s.name for s in cmd.subcommands.values())
-        else:
-            out.append(cmd.name)
-    return out
-
-
-NAMES = _names()
-
-
-def test_info_every_row(pair23) -> None:
-    for name in NAMES:
-        pair23.check("COMMAND", "INFO", name)
-
-
-def test_docs_every_row(pair23) -> None:
-    for name in NAMES:
-        pair23.check("COMMAND", "DOCS", name)
 
 
 def test_info_several_and_unknown(pair23) -> None:

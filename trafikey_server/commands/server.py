@@ -117,7 +117,8 @@ def command_list(c: Client, argv: list[bytes]) -> bytes:
     kind, arg = argv[3].lower(), argv[4]
     if kind == b"module":
         # The job core's rows present themselves as the commands of a module named "emq".
-        return bulks([cmd.bname for cmd in cmds if cmd.docs.get("module", "").encode() == arg])
+        # A row of no module (Valkey's own) matches no name, not even "".
+        return bulks([cmd.bname for cmd in cmds if "module" in cmd.docs and cmd.docs["module"].encode() == arg])
     if kind == b"aclcat":
         want = "@" + arg.decode(errors="replace").lower()
         return bulks([cmd.bname for cmd in cmds if want in cmd.acl_categories])
