@@ -274,7 +274,11 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
             if any(k in srv.dbs[dbid].data for k in data_):
                 srv.log.warning("DEBUG RELOAD: duplicate keys without MERGE")
                 raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.")
-    install(srv, res)
+    try:
+        install(srv, res, b"flush" if flush else b"replace" if merge else b"append")
+    except RdbError as e:
+        srv.log.warning(f"DEBUG RELOAD: {e}")
+        raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.") from None
     srv.snapshots.keys_loaded, srv.snapshots.keys_expired = res.keys_loaded, res.keys_expired
     srv.log.notice("DB reloaded by DEBUG RELOAD")
     return OK

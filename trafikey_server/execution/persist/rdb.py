@@ -16,9 +16,15 @@ found in ``valuetypes.py``); this module frames the file around them.
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
 hashes and sorted sets, string-score sorted sets, and field-TTL hashes whose
-fields carry no TTL. Anything else (module values,
-functions, hash fields with TTLs) is refused with an error naming the key
-and the type: skipping it would silently lose data the user meant to keep.
+fields carry no TTL. Anything else (module values, hash fields with TTLs) is
+refused with an error naming the key and the type: skipping it would
+silently lose data the user meant to keep.
+
+Function libraries travel in the file as Valkey keeps them: one
+``FUNCTION2`` record of library code each, after the aux fields. Loading
+them is all or nothing (``install``), as FUNCTION RESTORE is, and comes
+before the keys, so a library that no longer loads leaves the keyspace as
+it was.
 
 A file is parsed in full into fresh dictionaries and its checksum verified
 before anything is installed, so a bad file leaves the running keyspace as
@@ -39,6 +45,7 @@ from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
 from ...values.registry import BY_CLASS, BY_RDB_TYPE
 from ...values.string import FLOAT_INTS
+from ..scripting.engine import ScriptError
 
 if TYPE_CHECKING:
     from ...server import Server
@@ -113,6 +120,8 @@ def write(server: Server, out: IO[bytes]) -> int:
     w(_aux(b"ctime", b"%d" % int(time.time())))
     w(_aux(b"used-mem", b"%d" % _used_memory()))
     w(_aux(b"aof-base", b"0"))
+    for lib in server.scripting.libraries.libraries.values():
+        w(bytes((OP_FUNCTION2,)) + encode_string(lib.code))
     keys = 0
     for db in server.dbs:
         data = db.data
@@ -153,6 +162,8 @@ class Loaded:
     def __init__(self) -> None:
         self.dbs: dict[int, tuple[dict[bytes, Any], dict[bytes, int]]] = {}
         self.aux: dict[bytes, bytes] = {}
+        # The code of each function library, in file order.
+        self.libraries: list[bytes] = []
         self.keys_loaded = 0
         self.keys_expired = 0
         self.version = 0
@@ -227,9 +238,12 @@ def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
                 r.plain_len()
                 r.plain_len()
                 continue
-            if op in (OP_FUNCTION2, OP_FUNCTION_PRE_GA):
-                raise RdbError(f"the file holds a function library (at offset {r.p - 1}); this "
-                               "server does not load functions from RDB files")
+            if op == OP_FUNCTION2:
+                res.libraries.append(r.string())
+                continue
+            if op == OP_FUNCTION_PRE_GA:
+                raise RdbError(f"the file holds a function library in the format of Redis 7.0's "
+                               f"release candidates (at offset {r.p - 1}), which Valkey does not read")
             if op == OP_MODULE_AUX:
                 raise RdbError(f"the file holds module data (at offset {r.p - 1}); this server "
                                "has no modules")
@@ -286,9 +300,20 @@ def _checksum_state(data: bytes, n: int) -> tuple[bool | None, int]:
     return crc_update(0, memoryview(data)[:n - 8]) == stored_crc, stored_crc
 
 
-def install(server: Server, res: Loaded) -> None:
-    """Put a parsed file's keys into the server's databases (merged into
-    what they hold; callers empty them first)."""
+def install(server: Server, res: Loaded, functions: bytes = b"flush") -> None:
+    """Put a parsed file's libraries and keys into the server (keys merged
+    into what the databases hold; callers empty them first).
+
+    ``functions`` is FUNCTION RESTORE's policy for the file's libraries:
+    ``flush`` (they replace the loaded ones, as after Valkey's emptyData),
+    ``append`` (a name clash fails the load) or ``replace`` (DEBUG RELOAD
+    MERGE). A file without libraries leaves them alone unless flushing."""
+    if res.libraries or functions == b"flush":
+        try:
+            server.scripting.libraries.restore(res.libraries, functions)
+        except ScriptError as e:
+            raise RdbError(f"a function library in the file does not load: "
+                           f"{e.msg.decode(errors='replace')}") from None
     for dbid, (data, expires) in res.dbs.items():
         db = server.dbs[dbid]
         if not db.data:
