@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
-                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers")
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
+                 "volatile", "on_fields_expire")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -72,6 +73,14 @@ class Db:
         self.observers: tuple[Callable[[bytes, bool], None], ...] = ()
         # True while WATCH or an observer needs _signal (refresh_signalled).
         self.signalled = False
+        # -- hash-field expiry --
+        # Keys whose hash may hold fields with a TTL, for the active sweep
+        # (sweep_fields); a key no longer holding such a hash is dropped
+        # from it when the sweep meets it. Empty unless HFE is in use.
+        self.volatile: dict[bytes, None] = {}
+        # Told of the fields the sweep reaped (the append-only log writes an
+        # HDEL, and a DEL when the hash went with them).
+        self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -156,6 +165,8 @@ class Db:
         waited = self.blocking and key in self.blocking
         added = waited and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
+        if type(value) is Hash and value.ttl is not None:
+            self.volatile[key] = None
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.signalled:
@@ -174,6 +185,8 @@ class Db:
         if self.events:
             self.events.emit(self, b"new", key)
         self.data[key] = value
+        if type(value) is Hash and value.ttl is not None:
+            self.volatile[key] = None
         if self.signalled and signal:
             self._signal(key)
         if self.blocking:
@@ -274,6 +287,7 @@ class Db:
         self.data = {}
         self.expires = {}
         self._heap = []
+        self.volatile = {}
         return n
 
     def _expire(self, key: bytes) -> None:
@@ -369,6 +383,51 @@ class Db:
             if exp.get(key) == when:
                 self._expire(key)
                 removed += 1
+        return removed
+
+    def track_fields(self, key: bytes) -> None:
+        """The hash under key now holds fields with a TTL."""
+        self.volatile[key] = None
+
+    def find_volatile(self) -> None:
+        """Rebuild ``volatile`` from the data (after a load or a swap)."""
+        self.volatile = {k: None for k, v in self.data.items() if type(v) is Hash and v.ttl is not None}
+
+    def sweep_fields(self, now: int, budget: int) -> int:
+        """Valkey's active field expiry: reap the fields past their time of
+        the hashes that have TTLs, up to ``budget`` fields; each hash reaped
+        raises ``hexpired`` (then ``del`` when it went empty). Keys under
+        their own expiry wait for it."""
+        removed = 0
+        for key in list(self.volatile):
+            if removed >= budget:
+                break
+            h = self.data.get(key)
+            if type(h) is not Hash or h.ttl is None:
+                del self.volatile[key]
+                continue
+            if key in self.expires and self.expires[key] < now:
+                continue
+            fields = h.reap(now, budget - removed)
+            if not fields:
+                continue
+            removed += len(fields)
+            if h.ttl is None:
+                del self.volatile[key]
+            gone = not h
+            if gone:
+                del self.data[key]
+                self.expires.pop(key, None)
+            if self.events:
+                self.events.emit(self, b"hexpired", key)
+                if gone:
+                    self.events.emit(self, b"del", key)
+            if self.on_fields_expire is not None:
+                self.on_fields_expire(self.id, key, fields, gone)
+            if self.signalled:
+                self._signal(key, False)
+            if gone and self.blocking:
+                self._gone(key)
         return removed
 
     def next_expiry(self) -> int | None:

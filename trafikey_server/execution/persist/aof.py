@@ -155,6 +155,15 @@ class Aof:
         if not self.scheduled:
             self._schedule()
 
+    def fields_expired(self, dbid: int, key: bytes, fields: list[bytes], gone: bool) -> None:
+        """Hash fields reaped by the active sweep: logged as HDEL (Valkey's
+        propagation of expired fields), and DEL when the hash went too."""
+        self.unit.append((dbid, [b"HDEL", key, *fields]))
+        if gone:
+            self.unit.append((dbid, [b"DEL", key]))
+        if not self.scheduled:
+            self._schedule()
+
     def begin(self) -> None:
         """A transaction or a script starts: its effects form one unit."""
         if self.depth == 0 and self.unit:

@@ -15,10 +15,10 @@ found in ``valuetypes.py``); this module frames the file around them.
 
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
-hashes and sorted sets, string-score sorted sets, and field-TTL hashes whose
-fields carry no TTL. Anything else (module values,
-functions, hash fields with TTLs) is refused with an error naming the key
-and the type: skipping it would silently lose data the user meant to keep.
+hashes and sorted sets, string-score sorted sets, and hashes with field
+TTLs (RDB_TYPE_HASH_2). Anything else (module values, functions) is
+refused with an error naming the key and the type: skipping it would
+silently lose data the user meant to keep.
 
 A file is parsed in full into fresh dictionaries and its checksum verified
 before anything is installed, so a bad file leaves the running keyspace as
@@ -299,6 +299,7 @@ def install(server: Server, res: Loaded) -> None:
             db.expires = expires
             db._heap = [(t, k) for k, t in expires.items()]
             heapq.heapify(db._heap)
+            db.find_volatile()
             continue
         # Loaded keys are not announced (Valkey's dbAddRDBLoad raises no
         # keyspace event), so notifications pause while they go in.
