@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.emq_model import server_keyspace
-
 import redis
 from conftest import Pair
+from helpers.emq_model import server_keyspace
 
 FAR = 4102444800000  # 2100-01-01 in ms
 FAR_S = FAR // 1000
@@ -129,12 +128,12 @@ REFUSALS = [
 
 
 def test_refusals_change_nothing(pair23: Pair) -> None:
-    _run(pair23, SETUP + [("HPEXPIREAT", "h", str(FAR), "FIELDS", "1", "c")] + [(*r,) for r in REFUSALS])
+    _run(pair23, [*SETUP, ("HPEXPIREAT", "h", str(FAR), "FIELDS", "1", "c"), *REFUSALS])
 
 
 def test_hexpire_conditions(pair23: Pair) -> None:
     far, later, sooner = str(FAR), str(FAR + 5000), str(FAR - 5000)
-    _run(pair23, SETUP + [
+    _run(pair23, [*SETUP,
         ("OBJECT", "ENCODING", "h"),
         # A listpack field has no TTL: XX and GT fail without converting.
         ("HPEXPIREAT", "h", far, "XX", "FIELDS", "2", "a", "zz"),
@@ -168,7 +167,7 @@ def test_hexpire_conditions(pair23: Pair) -> None:
 
 
 def test_times_in_the_past_delete_at_once(pair23: Pair) -> None:
-    _run(pair23, SETUP + [
+    _run(pair23, [*SETUP,
         ("HEXPIRE", "h", "0", "FIELDS", "2", "a", "zz"),
         ("HPEXPIREAT", "h", "1", "XX", "FIELDS", "1", "b"),
         ("HPEXPIREAT", "h", "1", "FIELDS", "1", "b"),
@@ -223,7 +222,7 @@ def test_hsetex_options(pair23: Pair) -> None:
 
 def test_hgetex_and_hgetdel(pair23: Pair) -> None:
     far = str(FAR)
-    _run(pair23, SETUP + [
+    _run(pair23, [*SETUP,
         ("HGETEX", "h", "FIELDS", "2", "a", "zz"),
         ("HGETEX", "h", "PERSIST", "FIELDS", "1", "a"),
         ("OBJECT", "ENCODING", "h"),

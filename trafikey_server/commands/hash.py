@@ -137,20 +137,21 @@ def _clear_field_ttls(db: Db, h: Hash, argv: list[bytes]) -> int:
     return expired
 
 
-def _overwrite_expired(c: Client, key: bytes, h: Hash, field: bytes) -> int | None:
-    """Before a computed write (HSETNX, HINCRBY*): a field past its time is
-    dropped (its ``hexpired`` comes with the write) and reads as absent;
-    otherwise the field's TTL, which the write keeps."""
+def _overwrite_expired(c: Client, key: bytes, h: Hash, field: bytes) -> tuple[int | None, bool]:
+    """Before a computed write (HSETNX, HINCRBY*): a field past its time
+    loses its TTL and reads as absent, the write overwriting it in place
+    (its ``hexpired`` comes with the write): (None, True); otherwise the
+    field's TTL, which the write keeps, and False."""
     ttl = h.ttl
     if ttl is None:
-        return None
+        return None, False
     t = ttl.get(field)
     if t is not None and t < c.db.clock.ms():
-        h.drop(field)
+        h.clear_ttl(field)
         if c.db.events:
             c.db.events.emit(c.db, b"hexpired", key)
-        return None
-    return t
+        return None, True
+    return t, False
 
 
 def hsetnx(c: Client, argv: list[bytes]) -> bytes:
@@ -203,8 +204,8 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
         raise not_integer()
     key = argv[1]
     h = _for_write(c, key)
-    ttl = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else None
-    cur = h.get(argv[2])
+    ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
+    cur = None if gone else h.get(argv[2])
     if cur is None:
         old = 0
     else:
@@ -236,8 +237,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR value is NaN or Infinity")
     key = argv[1]
     h = _for_write(c, key)
-    ttl = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else None
-    cur = h.get(argv[2])
+    ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
+    cur = None if gone else h.get(argv[2])
     if cur is not None and parse_long_double(cur) is None:
         raise CommandError(b"ERR hash value is not a float")
     new = incr_by_float(cur, incr)
