@@ -328,7 +328,7 @@ def hgetdel(c: Client, argv: list[bytes]) -> bytes:
         h.drop(f)
         deleted.append(f)
     if deleted:
-        propagate(c, [[b"HDEL", key, *deleted]])
+        propagate(c, [argv])  # logged as sent, as Valkey logs it
         db.touch(key)
         _emit(db, b"hdel", key=key)
         _drop_if_empty(c, key, h)

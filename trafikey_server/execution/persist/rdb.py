@@ -1,7 +1,8 @@
 """The RDB file format: writing this server's keyspace, reading it back.
 
 Files are written as ``REDIS0011``, the newest version that both Valkey 9
-(whose own files are ``VALKEY080``) and Redis 7.2 read, with only the plain
+(whose own files are ``VALKEY080``) and Redis 7.2 read (or as ``VALKEY080``
+when a hash has field TTLs, whose type only that version carries), with only the plain
 encodings: strings (integer-encoded when they are small canonical integers,
 otherwise raw, never LZF-compressed), each value in the form Valkey writes
 for its encoding (listpacks, intsets, quicklist nodes; hashtable hashes as
@@ -37,6 +38,7 @@ from ...protocol.rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_
 from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
+from ...values.hash import Hash
 from ...values.registry import BY_CLASS, BY_RDB_TYPE
 from ...values.string import FLOAT_INTS
 
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
 
 RDB_VERSION = 11
 MAGIC = b"REDIS%04d" % RDB_VERSION
+# A hash with field TTLs is RDB_TYPE_HASH_2, which Valkey reads only in its
+# own file version: a file holding one is written as Valkey 9 writes it.
+VALKEY_MAGIC = b"VALKEY080"
 # The newest versions read: Redis-format files up to 11, Valkey-format up to 80.
 MAX_REDIS_VERSION = 11
 MAX_VALKEY_VERSION = 80
@@ -107,7 +112,7 @@ def write(server: Server, out: IO[bytes]) -> int:
     values = server.config.values
     sink = _Sink(out, bool(values.get("rdbchecksum", True)))
     w = sink.write
-    w(MAGIC)
+    w(VALKEY_MAGIC if _has_field_ttls(server) else MAGIC)
     w(_aux(b"redis-ver", REDIS_COMPAT_VERSION.encode()))
     w(_aux(b"redis-bits", b"64"))
     w(_aux(b"ctime", b"%d" % int(time.time())))
@@ -134,6 +139,11 @@ def write(server: Server, out: IO[bytes]) -> int:
     sink.flush()
     out.write(_PACK_Q(sink.crc))
     return keys
+
+
+def _has_field_ttls(server: Server) -> bool:
+    return any(type(v) is Hash and v.ttl is not None
+               for db in server.dbs for v in map(db.data.get, list(db.volatile)))
 
 
 def dump(server: Server) -> bytes:
