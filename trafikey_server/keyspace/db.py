@@ -389,6 +389,11 @@ class Db:
         """The hash under key now holds fields with a TTL."""
         self.volatile[key] = None
 
+    def has_field_ttls(self) -> bool:
+        """Some hash here holds a field with a TTL."""
+        data = self.data
+        return any(type(v) is Hash and v.ttl is not None for v in map(data.get, list(self.volatile)))
+
     def find_volatile(self) -> None:
         """Rebuild ``volatile`` from the data (after a load or a swap)."""
         self.volatile = {k: None for k, v in self.data.items() if type(v) is Hash and v.ttl is not None}

@@ -38,7 +38,6 @@ from ...protocol.rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_
 from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
-from ...values.hash import Hash
 from ...values.registry import BY_CLASS, BY_RDB_TYPE
 from ...values.string import FLOAT_INTS
 
@@ -142,8 +141,7 @@ def write(server: Server, out: IO[bytes]) -> int:
 
 
 def _has_field_ttls(server: Server) -> bool:
-    return any(type(v) is Hash and v.ttl is not None
-               for db in server.dbs for v in map(db.data.get, list(db.volatile)))
+    return any(db.has_field_ttls() for db in server.dbs if db.volatile)
 
 
 def dump(server: Server) -> bytes:
