@@ -78,6 +78,7 @@ class Server:
         self.total_error_replies = 0
         self.total_connections = 0
         self._expired_base = 0
+        self._expired_fields_base = 0
         self.active_expire = True
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -137,6 +138,15 @@ class Server:
     @expired_keys.setter
     def expired_keys(self, value: int) -> None:
         self._expired_base = sum(db.expired_count for db in self.dbs) - value
+
+    @property
+    def expired_fields(self) -> int:
+        """Hash fields removed by expiry since start (or RESETSTAT)."""
+        return sum(db.fields_expired for db in self.dbs) - self._expired_fields_base
+
+    @expired_fields.setter
+    def expired_fields(self, value: int) -> None:
+        self._expired_fields_base = sum(db.fields_expired for db in self.dbs) - value
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,

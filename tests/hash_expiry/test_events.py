@@ -9,6 +9,7 @@ overwrites it); active expiry is then switched back on and the sweep's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -130,3 +131,40 @@ def test_active_expiry_reaps_fields_then_the_key(lazy: tuple[Proc, Proc]) -> Non
             w.close()
         frames.append((steps, readable(got)))
     assert frames[1] == frames[0]
+
+
+def _stats(w: Wire) -> tuple[bytes, ...]:
+    info = w.call("INFO", "ALL")
+    return tuple(line for line in info.split(b"\r\n") if line.startswith((b"expired_fields:", b"db0:")))
+
+
+def test_info_counts_expired_fields_and_volatile_keys(lazy: tuple[Proc, Proc]) -> None:
+    steps = [
+        ("HSET", "h", "a", "1", "b", "2", "c", "3"),
+        ("HSET", "plain", "a", "1"),
+        ("HPEXPIREAT", "h", FAR, "FIELDS", "1", "c"),
+        ("HSETEX", "h", "PXAT", "1", "FIELDS", "2", "a", "zz", "1", "2"),
+        ("HEXPIRE", "h", "0", "FIELDS", "2", "b", "zz"),
+        ("HSET", "g", "a", "1", "b", "2", "c", "3"),
+        ("HPEXPIRE", "g", "1", "FIELDS", "3", "a", "b", "c"),
+        WAIT,
+        ("HSET", "g", "a", "1"),
+        ("HINCRBY", "g", "b", "1"),
+        ("HSETEX", "g", "FIELDS", "1", "c", "1"),
+        ("HGETEX", "g", "EX", "0", "FIELDS", "2", "a", "zz"),
+    ]
+    got = []
+    for p in lazy:
+        w = Wire(p.port)
+        assert w.call("FLUSHALL") == b"+OK\r\n"
+        assert w.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"+OK\r\n"
+        assert w.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
+        replies = []
+        for step in steps:
+            if step == WAIT:
+                time.sleep(0.005)
+                continue
+            replies.append(w.call(*step))
+        got.append((replies, _stats(w)))
+        w.close()
+    assert got[1] == got[0]

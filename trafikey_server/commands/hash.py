@@ -134,6 +134,7 @@ def _clear_field_ttls(db: Db, h: Hash, argv: list[bytes]) -> int:
             expired += 1
     if not ttl:
         h.ttl = None
+    db.fields_expired += expired
     return expired
 
 
@@ -148,6 +149,7 @@ def _overwrite_expired(c: Client, key: bytes, h: Hash, field: bytes) -> tuple[in
     t = ttl.get(field)
     if t is not None and t < c.db.clock.ms():
         h.clear_ttl(field)
+        c.db.fields_expired += 1
         if c.db.events:
             c.db.events.emit(c.db, b"hexpired", key)
         return None, True

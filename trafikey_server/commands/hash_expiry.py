@@ -172,6 +172,7 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
         for f, _ in pairs:
             if h.drop(f) is not None:
                 deleted.append(f)
+        db.fields_expired += len(pairs)  # Valkey counts every field named
         if deleted:
             propagate(c, [[b"HDEL", key, *deleted]])
     else:
@@ -192,6 +193,7 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
             if not h.big and len(h) > entries:
                 h.big = True
         _track(c, key, h)
+        db.fields_expired += len(overwritten)
         effects = []
         if flags & _KEEPTTL and overwritten:
             # The replay would keep a TTL the field had lost: delete it first.
@@ -271,6 +273,7 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
             continue
         if mode == b"expired":
             h.drop(f)
+            db.fields_expired += 1
             changed.append(f)
         elif mode == b"expire":
             h.big = True
@@ -412,6 +415,7 @@ def _hexpire(c: Client, argv: list[bytes], relative: bool, seconds: bool) -> byt
         out.append(integer(r))
     if deleted or updated:
         if deleted:
+            db.fields_expired += len(deleted)
             propagate(c, [[b"HDEL", key, *deleted]])
             _emit(db, b"hexpired", key=key)
         else:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
                  "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
-                 "volatile", "on_fields_expire")
+                 "volatile", "on_fields_expire", "fields_expired")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -81,6 +81,8 @@ class Db:
         # Told of the fields the sweep reaped (the append-only log writes an
         # HDEL, and a DEL when the hash went with them).
         self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
+        # Fields removed by expiry, by the sweep or by a write (INFO's expired_fields).
+        self.fields_expired = 0
 
     # -- reads -------------------------------------------------------------
 
@@ -394,6 +396,11 @@ class Db:
         data = self.data
         return any(type(v) is Hash and v.ttl is not None for v in map(data.get, list(self.volatile)))
 
+    def count_volatile(self) -> int:
+        """INFO's keys_with_volatile_items."""
+        data = self.data
+        return sum(1 for v in map(data.get, list(self.volatile)) if type(v) is Hash and v.ttl is not None)
+
     def find_volatile(self) -> None:
         """Rebuild ``volatile`` from the data (after a load or a swap)."""
         self.volatile = {k: None for k, v in self.data.items() if type(v) is Hash and v.ttl is not None}
@@ -417,6 +424,7 @@ class Db:
             if not fields:
                 continue
             removed += len(fields)
+            self.fields_expired += len(fields)
             if h.ttl is None:
                 del self.volatile[key]
             gone = not h
