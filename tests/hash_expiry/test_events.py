@@ -168,3 +168,29 @@ def test_info_counts_expired_fields_and_volatile_keys(lazy: tuple[Proc, Proc]) -
         got.append((replies, _stats(w)))
         w.close()
     assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_other_commands_see_what_valkey_sees(lazy: tuple[Proc, Proc], proto: int) -> None:
+    """SORT BY / GET through a hash field, scripts, MOVE and RENAME of a hash
+    whose fields carry TTLs, some of them past."""
+    _streams(lazy, [
+        ("RPUSH", "l", "1", "2", "3"),
+        ("HSET", "w_1", "f", "30"), ("HSET", "w_2", "f", "10"), ("HSET", "w_3", "f", "20"),
+        ("HPEXPIRE", "w_2", "1", "FIELDS", "1", "f"),
+        ("HPEXPIREAT", "w_3", FAR, "FIELDS", "1", "f"),
+        WAIT,
+        ("SORT", "l", "BY", "w_*->f", "GET", "#", "GET", "w_*->f"),
+        ("EVAL", "return redis.call('HGETALL', KEYS[1])", "1", "w_2"),
+        ("EVAL", "return redis.call('HSETEX', KEYS[1], 'PXAT', ARGV[1], 'FIELDS', 1, 'g', 'v')", "1", "w_1", FAR),
+        ("EVAL", "return redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 2, 'f', 'g')", "1", "w_1"),
+        ("RENAME", "w_3", "r"),
+        ("HPEXPIRETIME", "r", "FIELDS", "1", "f"),
+        ("MOVE", "r", "1"),
+        ("SELECT", "1"),
+        ("HPEXPIRETIME", "r", "FIELDS", "1", "f"),
+        ("OBJECT", "ENCODING", "r"),
+        ("SELECT", "0"),
+        ("HLEN", "w_2"),
+        ("EXISTS", "w_2"),
+    ], proto)
