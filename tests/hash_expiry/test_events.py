@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import WAIT, Watched, compare, readable, run
+from helpers.keyevents import WAIT, Watched, compare, readable, run, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, lazy_expiry_pair
 
@@ -194,3 +194,18 @@ def test_other_commands_see_what_valkey_sees(lazy: tuple[Proc, Proc], proto: int
         ("HLEN", "w_2"),
         ("EXISTS", "w_2"),
     ], proto)
+
+
+def test_keymiss_of_the_reads(lazy: tuple[Proc, Proc]) -> None:
+    """Reads that look the key up for reading raise ``keymiss``; the
+    writes, which look it up for writing, do not."""
+    out = streams_with_flags(tuple(p.port for p in lazy), "Em", [
+        ("HGETEX", "nk", "FIELDS", "1", "a"),
+        ("HTTL", "nk", "FIELDS", "1", "a"),
+        ("HPEXPIRETIME", "nk", "FIELDS", "1", "a"),
+        ("HGETDEL", "nk", "FIELDS", "1", "a"),
+        ("HPERSIST", "nk", "FIELDS", "1", "a"),
+        ("HEXPIRE", "nk", "1", "FIELDS", "1", "a"),
+        ("HSETEX", "nk", "XX", "FIELDS", "1", "a", "1"),
+    ], 2)
+    compare(*out)
