@@ -56,11 +56,12 @@ def _numfields(arg: bytes) -> int:
     return n
 
 
-def _options(argv: list[bytes], stop: int, for_set: bool) -> tuple[int, bytes | None]:
+def _options(argv: list[bytes], stop: int, for_set: bool) -> tuple[int, int]:
     """The options of HSETEX (``for_set``) or HGETEX, argv[2:stop]: Valkey's
-    extended-argument loop, each conflict a syntax error."""
+    extended-argument loop, each conflict a syntax error. The flags, and
+    where the (last) expiry argument is, 0 if none."""
     flags = 0
-    expire: bytes | None = None
+    expire = 0
     j = 2
     while j < stop:
         opt = word(argv[j])
@@ -69,7 +70,7 @@ def _options(argv: list[bytes], stop: int, for_set: bool) -> tuple[int, bytes | 
             if j + 1 >= stop or flags & (_KEEPTTL | _PERSIST | (_ANY_EXPIRE & ~bit)):
                 raise syntax()
             flags |= bit
-            expire = argv[j + 1]
+            expire = j + 1
             j += 1
         elif for_set and opt == b"nx" and not flags & _XX:
             flags |= _NX
@@ -136,9 +137,9 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
     fi = _fields_at(argv, 0)
     n = 0
     flags = 0
-    expire: bytes | None = None
+    at = 0
     if fi:
-        flags, expire = _options(argv, fi, True)
+        flags, at = _options(argv, fi, True)
         n = _numfields(argv[fi + 1])
         fi += 2
     if not n or n > LLONG_MAX // 2 or n * 2 != len(argv) - fi:
@@ -151,8 +152,8 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
     now = db.clock.ms()
     when: int | None = None
     past = False
-    if not flags & _KEEPTTL and expire is not None:
-        when = _unix_ms(argv, expire, 0 if flags & (_EXAT | _PXAT) else now, bool(flags & (_EX | _EXAT)))
+    if not flags & _KEEPTTL and at:
+        when = _unix_ms(argv, argv[at], 0 if flags & (_EXAT | _PXAT) else now, bool(flags & (_EX | _EXAT)))
         past = when <= now
     pairs = [(argv[i], argv[i + 1]) for i in range(fi, len(argv), 2)]
     if flags & (_FNX | _FXX):
@@ -198,14 +199,14 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
         if flags & _KEEPTTL and overwritten:
             # The replay would keep a TTL the field had lost: delete it first.
             effects.append([b"HDEL", key, *overwritten])
-        effects.append(_hsetex_logged(argv, fi, flags, expire, when))
+        effects.append(_hsetex_logged(argv, fi, flags, at, when))
         propagate(c, effects)
     if deleted or not past:
         db.touch(key)
     if overwritten:
         _emit(db, b"hexpired", key=key)
     _emit(db, b"hset", key=key)
-    if expire is not None and not flags & _KEEPTTL:
+    if at:
         _emit(db, b"hexpire", key=key)
     if past:
         _emit(db, b"hexpired", key=key)
@@ -213,7 +214,7 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
     return ONE
 
 
-def _hsetex_logged(argv: list[bytes], fi: int, flags: int, expire: bytes | None, when: int | None) -> list[bytes]:
+def _hsetex_logged(argv: list[bytes], fi: int, flags: int, at: int, when: int | None) -> list[bytes]:
     """HSETEX as Valkey rewrites it for the log: FNX / FXX left out and a
     relative or seconds expiry (the one that counted) as PXAT, or as sent."""
     if not flags & (_FNX | _FXX | _EX | _PX | _EXAT):
@@ -226,8 +227,7 @@ def _hsetex_logged(argv: list[bytes], fi: int, flags: int, expire: bytes | None,
         if i >= 2 and word(a) in (b"fnx", b"fxx"):
             i += 1
             continue
-        if (i >= 2 and when is not None and not flags & _PXAT and i + 1 < opts_end
-                and argv[i + 1] is expire and word(a) in _EXPIRE_BITS):
+        if when is not None and not flags & _PXAT and i + 1 == at:
             out += [b"PXAT", b"%d" % when]
             i += 2
             continue
@@ -243,9 +243,9 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
     fi = _fields_at(argv, 0)
     n = -1
     flags = 0
-    expire: bytes | None = None
+    at = 0
     if fi:
-        flags, expire = _options(argv, fi, False)
+        flags, at = _options(argv, fi, False)
         n = _numfields(argv[fi + 1])
         fi += 2
     if not n or n != len(argv) - fi:
@@ -260,8 +260,8 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
     mode = b""
     if flags & _PERSIST:
         mode = b"persist"
-    elif expire is not None:
-        when = _unix_ms(argv, expire, 0 if flags & (_EXAT | _PXAT) else now, bool(flags & (_EX | _EXAT)))
+    elif at:
+        when = _unix_ms(argv, argv[at], 0 if flags & (_EXAT | _PXAT) else now, bool(flags & (_EX | _EXAT)))
         mode = b"expired" if when <= now else b"expire"
     null = c.r.null
     out = [array_header(n)]
