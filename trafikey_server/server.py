@@ -204,7 +204,7 @@ class Server:
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
-        da.volatile, db_.volatile = db_.volatile, da.volatile
+        da.swap_fields(db_)
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
         if da.blocking:
@@ -316,7 +316,7 @@ class Server:
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:
                     db.sweep(now, 2000)
-                if db.volatile and not db.expiry_paused:
+                if db.volatile and not db.expiry_paused:  # hash fields with TTLs
                     db.sweep_fields(now, 2000)
         self.snapshots.cron()
         if self.blocking.clients:

@@ -124,10 +124,10 @@ def _drop_if_empty(c: Client, key: bytes, h: Hash) -> None:
         _emit(c.db, b"del", key=key)
 
 
-def _track(c: Client, key: bytes, h: Hash) -> None:
-    """Tell the database a hash under key now has fields with TTLs."""
-    if h.ttl is not None:
-        c.db.track_fields(key)
+def _track(c: Client, key: bytes, h: Hash, when: int | None) -> None:
+    """Tell the database a field of the hash under key expires at ``when``."""
+    if h.ttl is not None and when is not None:
+        c.db.track_fields(key, when)
 
 
 # -- HSETEX --------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
                 h.clear_ttl(f)
             if not h.big and len(h) > entries:
                 h.big = True
-        _track(c, key, h)
+        _track(c, key, h, when)
         db.fields_expired += len(overwritten)
         effects = []
         if flags & _KEEPTTL and overwritten:
@@ -288,7 +288,7 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
             _emit(db, b"hexpired", key=key)
         elif mode == b"expire":
             propagate(c, [[b"HPEXPIREAT", key, b"%d" % when, b"FIELDS", b"%d" % len(changed), *changed]])
-            _track(c, key, h)
+            _track(c, key, h, when)
             _emit(db, b"hexpire", key=key)
         else:
             propagate(c, [[b"HPERSIST", key, b"FIELDS", b"%d" % len(changed), *changed]])
@@ -422,7 +422,7 @@ def _hexpire(c: Client, argv: list[bytes], relative: bool, seconds: bool) -> byt
             t = argv[2] if not relative and not seconds else b"%d" % when
             propagate(c, [[b"HPEXPIREAT", key, t, *argv[3:]]])
             _emit(db, b"hexpire", key=key)
-        _track(c, key, h)
+        _track(c, key, h, when)
         db.touch(key)
         _drop_if_empty(c, key, h)
     return b"".join(out)

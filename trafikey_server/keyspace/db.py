@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
                  "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
-                 "volatile", "on_fields_expire", "fields_expired")
+                 "volatile", "_fheap", "on_fields_expire", "fields_expired")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -74,10 +74,14 @@ class Db:
         # True while WATCH or an observer needs _signal (refresh_signalled).
         self.signalled = False
         # -- hash-field expiry --
-        # Keys whose hash may hold fields with a TTL, for the active sweep
-        # (sweep_fields); a key no longer holding such a hash is dropped
-        # from it when the sweep meets it. Empty unless HFE is in use.
-        self.volatile: dict[bytes, None] = {}
+        # Keys whose hash may hold fields with a TTL -> when the sweep is
+        # to look at it next (its earliest field expiry, or earlier), with a
+        # min-heap of the same (when, key) as the key expiry's: when no field
+        # is due the sweep costs one comparison. A heap entry that no longer
+        # matches ``volatile`` is skipped; a key no longer holding such a
+        # hash is dropped when the sweep meets it. Empty unless HFE is used.
+        self.volatile: dict[bytes, int] = {}
+        self._fheap: list[tuple[int, bytes]] = []
         # Told of the fields the sweep reaped (the append-only log writes an
         # HDEL, and a DEL when the hash went with them).
         self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
@@ -168,7 +172,7 @@ class Db:
         added = waited and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
         if type(value) is Hash and value.ttl is not None:
-            self.volatile[key] = None
+            self.track_fields(key, min(value.ttl.values()))
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.signalled:
@@ -188,7 +192,7 @@ class Db:
             self.events.emit(self, b"new", key)
         self.data[key] = value
         if type(value) is Hash and value.ttl is not None:
-            self.volatile[key] = None
+            self.track_fields(key, min(value.ttl.values()))
         if self.signalled and signal:
             self._signal(key)
         if self.blocking:
@@ -290,6 +294,7 @@ class Db:
         self.expires = {}
         self._heap = []
         self.volatile = {}
+        self._fheap = []
         return n
 
     def _expire(self, key: bytes) -> None:
@@ -387,9 +392,21 @@ class Db:
                 removed += 1
         return removed
 
-    def track_fields(self, key: bytes) -> None:
-        """The hash under key now holds fields with a TTL."""
-        self.volatile[key] = None
+    def track_fields(self, key: bytes, when: int) -> None:
+        """A field of the hash under key now expires at ``when``."""
+        cur = self.volatile.get(key)
+        if cur is not None and cur <= when:
+            return
+        self.volatile[key] = when
+        heapq.heappush(self._fheap, (when, key))
+        if len(self._fheap) > 2 * len(self.volatile) + 1024:
+            self._fheap = [(t, k) for k, t in self.volatile.items()]
+            heapq.heapify(self._fheap)
+
+    def swap_fields(self, other: Db) -> None:
+        """SWAPDB: the field-expiry schedule goes with the data."""
+        self.volatile, other.volatile = other.volatile, self.volatile
+        self._fheap, other._fheap = other._fheap, self._fheap
 
     def has_field_ttls(self) -> bool:
         """Some hash here holds a field with a TTL."""
@@ -402,8 +419,10 @@ class Db:
         return sum(1 for v in map(data.get, list(self.volatile)) if type(v) is Hash and v.ttl is not None)
 
     def find_volatile(self) -> None:
-        """Rebuild ``volatile`` from the data (after a load or a swap)."""
-        self.volatile = {k: None for k, v in self.data.items() if type(v) is Hash and v.ttl is not None}
+        """Rebuild the field-expiry schedule from the data (after a load)."""
+        self.volatile = {k: min(v.ttl.values()) for k, v in self.data.items() if type(v) is Hash and v.ttl}
+        self._fheap = [(t, k) for k, t in self.volatile.items()]
+        heapq.heapify(self._fheap)
 
     def sweep_fields(self, now: int, budget: int) -> int:
         """Valkey's active field expiry: reap the fields past their time of
@@ -411,22 +430,28 @@ class Db:
         raises ``hexpired`` (then ``del`` when it went empty). Keys under
         their own expiry wait for it."""
         removed = 0
-        for key in list(self.volatile):
-            if removed >= budget:
-                break
+        heap = self._fheap
+        volatile = self.volatile
+        while heap and heap[0][0] < now and removed < budget:
+            when, key = heapq.heappop(heap)
+            if volatile.get(key) != when:
+                continue  # rescheduled since
             h = self.data.get(key)
-            if type(h) is not Hash or h.ttl is None:
-                del self.volatile[key]
-                continue
-            if key in self.expires and self.expires[key] < now:
+            if type(h) is not Hash or h.ttl is None or (key in self.expires and self.expires[key] < now):
+                # Gone, or under its own expiry, which removes it whole.
+                del volatile[key]
                 continue
             fields = h.reap(now, budget - removed)
+            if h.ttl is None:
+                del volatile[key]
+            else:
+                nxt = min(h.ttl.values())
+                volatile[key] = nxt
+                heapq.heappush(heap, (nxt, key))
             if not fields:
                 continue
             removed += len(fields)
             self.fields_expired += len(fields)
-            if h.ttl is None:
-                del self.volatile[key]
             gone = not h
             if gone:
                 del self.data[key]
