@@ -80,6 +80,7 @@ class Server:
         self.total_error_replies = 0
         self.total_connections = 0
         self._expired_base = 0
+        self._expired_fields_base = 0
         self.active_expire = True
         self.listeners: list[Listener] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -146,6 +147,15 @@ class Server:
     def expired_keys(self, value: int) -> None:
         self._expired_base = sum(db.expired_count for db in self.dbs) - value
 
+    @property
+    def expired_fields(self) -> int:
+        """Hash fields removed by expiry since start (or RESETSTAT)."""
+        return sum(db.fields_expired for db in self.dbs) - self._expired_fields_base
+
+    @expired_fields.setter
+    def expired_fields(self, value: int) -> None:
+        self._expired_fields_base = sum(db.fields_expired for db in self.dbs) - value
+
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
         kept as attributes so a write reads them without a config lookup."""
@@ -202,6 +212,7 @@ class Server:
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
+        da.swap_fields(db_)
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
         if da.blocking:
@@ -313,6 +324,8 @@ class Server:
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:
                     db.sweep(now, 2000)
+                if db.volatile and not db.expiry_paused:  # hash fields with TTLs
+                    db.sweep_fields(now, 2000)
         self.snapshots.cron()
         if self.blocking.clients:
             self.blocking.expire()

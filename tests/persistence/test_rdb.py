@@ -303,20 +303,38 @@ def _start_expecting_failure(d: str, *extra: str) -> tuple[int, str]:
     return out.returncode, out.stdout + out.stderr
 
 
-def test_unsupported_valkey_types_are_refused_by_name(d: str) -> None:
+def _valkey_file_with(d: str, record: bytes) -> bytes:
+    """A file Valkey saved (one key), with record put before its end and
+    the checksum made right again, so only the record can be refused."""
     v = start_valkey("--dir", d)
     try:
         r = redis.Redis(port=v.port)
         r.set(b"fine", b"1")
-        r.hset(b"myhash", mapping={b"a": b"1", b"b": b"2"})
-        r.execute_command("HEXPIRE", b"myhash", 1000, "FIELDS", 1, b"a")
         r.save()
     finally:
         v.stop()
-    before = Path(d, "dump.rdb").read_bytes()
+    data = Path(d, "dump.rdb").read_bytes()
+    assert data[-9] == 0xFF  # EOF, then the CRC-64
+    body = data[:-9] + record + b"\xff"
+    data = body + crc64(body).to_bytes(8, "little")
+    Path(d, "dump.rdb").write_bytes(data)
+    return data
+
+
+def test_module_data_is_refused_by_name(d: str) -> None:
+    before = _valkey_file_with(d, b"\xf7\x81\x00\x00\x00\x00\x00\x00\x00\x00")  # MODULE_AUX
     code, out = _start_expecting_failure(d)
     assert code != 0
-    assert "b'myhash'" in out and "TTL" in out
+    assert "module data" in out
+    assert Path(d, "dump.rdb").read_bytes() == before
+
+
+def test_a_library_that_does_not_load_is_refused(d: str) -> None:
+    code_ = b"#!lua name=broken\nserver.register_function('f', function("  # under 64 bytes: a 1-byte length
+    before = _valkey_file_with(d, b"\xf5" + bytes([len(code_)]) + code_)  # FUNCTION2
+    code, out = _start_expecting_failure(d)
+    assert code != 0
+    assert "function library" in out and "Error compiling function" in out
     assert Path(d, "dump.rdb").read_bytes() == before
 
 

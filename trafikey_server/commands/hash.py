@@ -30,6 +30,7 @@ from ..values.hash import Hash
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..keyspace.db import Db
     from ..services.client import Client
 
 EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
@@ -85,6 +86,9 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
         h = Hash()
         db.add(key, h)
     before = len(h)
+    revived = 0
+    if h.ttl is not None:
+        revived = _clear_field_ttls(db, h, argv)
     if h.big:
         if n == 4:
             h[argv[2]] = argv[3]
@@ -104,20 +108,60 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
     if db.signalled:
         db.touch(key)
     if db.events:
+        if revived:
+            db.events.emit(db, b"hexpired", key)
         db.events.emit(db, b"hset", key)
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":
-        return integer(len(h) - before)
+        return integer(len(h) - before + revived)
     return OK
 
 
 hmset = hset
 
 
+def _clear_field_ttls(db: Db, h: Hash, argv: list[bytes]) -> int:
+    """HSET drops the TTL of each field it writes; a field already past its
+    time counts as created (Valkey overwrites it as if it had expired):
+    how many were."""
+    ttl = h.ttl
+    assert ttl is not None
+    now = db.clock.ms()
+    expired = 0
+    for i in range(2, len(argv), 2):
+        t = ttl.pop(argv[i], None)
+        if t is not None and t < now:
+            expired += 1
+    if not ttl:
+        h.ttl = None
+    db.fields_expired += expired
+    return expired
+
+
+def _overwrite_expired(c: Client, key: bytes, h: Hash, field: bytes) -> tuple[int | None, bool]:
+    """Before a computed write (HSETNX, HINCRBY*): a field past its time
+    loses its TTL and reads as absent, the write overwriting it in place
+    (its ``hexpired`` comes with the write): (None, True); otherwise the
+    field's TTL, which the write keeps, and False."""
+    ttl = h.ttl
+    if ttl is None:
+        return None, False
+    t = ttl.get(field)
+    if t is not None and t < c.db.clock.ms():
+        h.clear_ttl(field)
+        c.db.fields_expired += 1
+        if c.db.events:
+            c.db.events.emit(c.db, b"hexpired", key)
+        return None, True
+    return t, False
+
+
 def hsetnx(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     h = _for_write(c, key)
-    if argv[2] in h:
+    if h.ttl is not None and h.is_expired(argv[2], c.db.clock.ms()):
+        _overwrite_expired(c, key, h, argv[2])
+    elif argv[2] in h:
         return ZERO
     h[argv[2]] = argv[3]
     if not h.big:
@@ -137,8 +181,11 @@ def hdel(c: Client, argv: list[bytes]) -> bytes:
     if h is None:
         return ZERO
     deleted = 0
+    now = c.db.clock.ms() if h.ttl is not None else 0
     for f in argv[2:]:
-        if h.pop(f, None) is not None:
+        if h.ttl is not None and h.is_expired(f, now):
+            continue  # hidden: Valkey's delete does not find it
+        if h.drop(f) is not None:
             deleted += 1
             if not h:
                 c.db.delete(key)
@@ -159,7 +206,8 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
         raise not_integer()
     key = argv[1]
     h = _for_write(c, key)
-    cur = h.get(argv[2])
+    ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
+    cur = None if gone else h.get(argv[2])
     if cur is None:
         old = 0
     else:
@@ -170,6 +218,8 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
     if new > LLONG_MAX or new < LLONG_MIN:
         raise CommandError(b"ERR increment or decrement would overflow")
     _set_one(c, h, argv[2], b"%d" % new)
+    if ttl is not None:
+        h.set_ttl(argv[2], ttl)
     c.db.touch(key)
     if c.db.events:
         c.db.events.emit(c.db, b"hincrby", key)
@@ -189,11 +239,14 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR value is NaN or Infinity")
     key = argv[1]
     h = _for_write(c, key)
-    cur = h.get(argv[2])
+    ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
+    cur = None if gone else h.get(argv[2])
     if cur is not None and parse_long_double(cur) is None:
         raise CommandError(b"ERR hash value is not a float")
     new = incr_by_float(cur, incr)
     _set_one(c, h, argv[2], new)
+    if ttl is not None:
+        h.set_ttl(argv[2], ttl)
     c.db.touch(key)
     if c.db.events:
         c.db.events.emit(c.db, b"hincrbyfloat", key)
@@ -209,7 +262,7 @@ def hget(c: Client, argv: list[bytes]) -> bytes:
         if c.db.events:
             c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
-    v = h.get(argv[2])
+    v = h.get(argv[2]) if h.ttl is None else h.live_get(argv[2], c.db.clock.ms())
     return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
 
 
@@ -220,8 +273,9 @@ def hmget(c: Client, argv: list[bytes]) -> bytes:
     null = c.r.null
     out = [array_header(len(argv) - 2)]
     get = h.get if h is not None else {}.get
+    now = c.db.clock.ms() if h is not None and h.ttl is not None else 0
     for f in argv[2:]:
-        v = get(f)
+        v = get(f) if not now else h.live_get(f, now)  # type: ignore[union-attr]
         out.append(null if v is None else b"$%d\r\n%s\r\n" % (len(v), v))
     return b"".join(out)
 
@@ -230,6 +284,8 @@ def hexists(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is not None and h.ttl is not None:
+        return ZERO if h.live_get(argv[2], c.db.clock.ms()) is None else ONE
     return ONE if h is not None and argv[2] in h else ZERO
 
 
@@ -244,7 +300,7 @@ def hstrlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
-    v = None if h is None else h.get(argv[2])
+    v = None if h is None else h.get(argv[2]) if h.ttl is None else h.live_get(argv[2], c.db.clock.ms())
     return ZERO if v is None else integer(len(v))
 
 
@@ -254,6 +310,8 @@ def hgetall(c: Client, argv: list[bytes]) -> bytes:
         if c.db.events:
             c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.map_header(0)
+    if h.ttl is not None:
+        return c.r.bulk_map(h.live_items(c.db.clock.ms()))
     return c.r.bulk_map(h.items())
 
 
@@ -261,6 +319,8 @@ def hkeys(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is not None and h.ttl is not None:
+        return bulks([f for f, _ in h.live_items(c.db.clock.ms())])
     return EMPTY_ARRAY if h is None else bulks(list(h))
 
 
@@ -268,6 +328,8 @@ def hvals(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is not None and h.ttl is not None:
+        return bulks([v for _, v in h.live_items(c.db.clock.ms())])
     return EMPTY_ARRAY if h is None else bulks(list(h.values()))
 
 
@@ -300,6 +362,9 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
             if c.db.events:
                 c.db.events.emit(c.db, b"keymiss", argv[1])
             return c.r.null
+        if h.ttl is not None:
+            live = h.live_items(c.db.clock.ms())
+            return bulk(random.choice(live)[0]) if live else c.r.null
         return bulk(next(islice(iter(h), random.randrange(len(h)), None)))
     count, withvalues = random_count_args(argv, b"withvalues")
     h = c.db.get_hash(argv[1])
@@ -307,7 +372,7 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
         c.db.events.emit(c.db, b"keymiss", argv[1])
     if h is None or count == 0:
         return EMPTY_ARRAY
-    picks = _random_items(h, count)
+    picks = _random_items(h, count, c.db.clock.ms())
     if not withvalues:
         return bulks([f for f, _ in picks])
     if c.resp == 2:
@@ -318,12 +383,14 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
     return b"".join(out)
 
 
-def _random_items(h: Hash, count: int) -> list[tuple[bytes, bytes]]:
+def _random_items(h: Hash, count: int, now: int) -> list[tuple[bytes, bytes]]:
     """Valkey's pick rules: a negative count (or 1) draws with repetition; a
     count covering the hash returns all of it in order; otherwise distinct
     fields, which a listpack yields in its own order and a hashtable in none."""
-    items = list(h.items())
+    items = h.live_items(now)
     n = len(items)
+    if not n:
+        return []
     if count < 0 or count == 1:
         return [items[random.randrange(n)] for _ in range(abs(count))]
     if count >= n:
@@ -411,7 +478,13 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
         return EMPTY_SCAN
     count, pattern, only_keys = parse_scan_options(argv, b"hash")
     match = pattern_matcher(pattern)
-    if not h.big:
+    if h.ttl is not None:
+        # Fields past their time are skipped, as Valkey's scan skips them.
+        live = h.live_items(c.db.clock.ms())
+        stop = cursor + count
+        chosen = live[cursor:stop]  # type: ignore[assignment]
+        nxt = stop if stop < len(live) else 0
+    elif not h.big:
         # A listpack is returned whole in one call, cursor 0.
         chosen = h.items()
         nxt = 0

@@ -188,7 +188,7 @@ def _stats(s: Server) -> Fields:
         ("instantaneous_input_repl_kbps", "0.00"), ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", s.rejected_connections),
         *_zeros("sync_full", "sync_partial_ok", "sync_partial_err"),
-        ("expired_keys", s.expired_keys), ("expired_fields", 0), ("expired_stale_perc", "0.00"),
+        ("expired_keys", s.expired_keys), ("expired_fields", s.expired_fields), ("expired_stale_perc", "0.00"),
         ("expired_keys_with_volatile_items_stale_perc", "0.00"),
         *_zeros("expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys",
                 "evicted_clients"),
@@ -304,7 +304,8 @@ def _engines(s: Server) -> Fields:
 
 
 def _keyspace(s: Server) -> Fields:
-    return [(f"db{db.id}", f"keys={len(db)},expires={len(db.expires)},avg_ttl=0,keys_with_volatile_items=0")
+    return [(f"db{db.id}", f"keys={len(db)},expires={len(db.expires)},avg_ttl=0,"
+                             f"keys_with_volatile_items={db.count_volatile() if db.volatile else 0}")
             for db in s.dbs if len(db)]
 
 

@@ -431,6 +431,7 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.error_stats.clear()
     srv.total_error_replies = 0
     srv.expired_keys = 0
+    srv.expired_fields = 0
     srv.scripting.evicted = 0
     return OK
 

@@ -92,7 +92,7 @@ def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
     if field is not None:
         if type(v) is not Hash:
             return None
-        f = v.get(field)
+        f = v.get(field) if v.ttl is None else v.live_get(field, db.clock.ms())
         return None if f is None else bytes(f)
     t = type(v)
     if t is bytes:

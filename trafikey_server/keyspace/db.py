@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
-                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers")
+                 "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
+                 "volatile", "_fheap", "on_fields_expire", "fields_expired")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -72,6 +73,20 @@ class Db:
         self.observers: tuple[Callable[[bytes, bool], None], ...] = ()
         # True while WATCH or an observer needs _signal (refresh_signalled).
         self.signalled = False
+        # -- hash-field expiry --
+        # Keys whose hash may hold fields with a TTL -> when the sweep is
+        # to look at it next (its earliest field expiry, or earlier), with a
+        # min-heap of the same (when, key) as the key expiry's: when no field
+        # is due the sweep costs one comparison. A heap entry that no longer
+        # matches ``volatile`` is skipped; a key no longer holding such a
+        # hash is dropped when the sweep meets it. Empty unless HFE is used.
+        self.volatile: dict[bytes, int] = {}
+        self._fheap: list[tuple[int, bytes]] = []
+        # Told of the fields the sweep reaped (the append-only log writes an
+        # HDEL, and a DEL when the hash went with them).
+        self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
+        # Fields removed by expiry, by the sweep or by a write (INFO's expired_fields).
+        self.fields_expired = 0
 
     # -- reads -------------------------------------------------------------
 
@@ -156,6 +171,8 @@ class Db:
         waited = self.blocking and key in self.blocking
         added = waited and (key not in self.data or self.key_is_expired(key))
         self.data[key] = value
+        if type(value) is Hash and value.ttl is not None:
+            self.track_fields(key, min(value.ttl.values()))
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.signalled:
@@ -174,6 +191,8 @@ class Db:
         if self.events:
             self.events.emit(self, b"new", key)
         self.data[key] = value
+        if type(value) is Hash and value.ttl is not None:
+            self.track_fields(key, min(value.ttl.values()))
         if self.signalled and signal:
             self._signal(key)
         if self.blocking:
@@ -274,6 +293,8 @@ class Db:
         self.data = {}
         self.expires = {}
         self._heap = []
+        self.volatile = {}
+        self._fheap = []
         return n
 
     def _expire(self, key: bytes) -> None:
@@ -369,6 +390,82 @@ class Db:
             if exp.get(key) == when:
                 self._expire(key)
                 removed += 1
+        return removed
+
+    def track_fields(self, key: bytes, when: int) -> None:
+        """A field of the hash under key now expires at ``when``."""
+        cur = self.volatile.get(key)
+        if cur is not None and cur <= when:
+            return
+        self.volatile[key] = when
+        heapq.heappush(self._fheap, (when, key))
+        if len(self._fheap) > 2 * len(self.volatile) + 1024:
+            self._fheap = [(t, k) for k, t in self.volatile.items()]
+            heapq.heapify(self._fheap)
+
+    def swap_fields(self, other: Db) -> None:
+        """SWAPDB: the field-expiry schedule goes with the data."""
+        self.volatile, other.volatile = other.volatile, self.volatile
+        self._fheap, other._fheap = other._fheap, self._fheap
+
+    def has_field_ttls(self) -> bool:
+        """Some hash here holds a field with a TTL."""
+        data = self.data
+        return any(type(v) is Hash and v.ttl is not None for v in map(data.get, list(self.volatile)))
+
+    def count_volatile(self) -> int:
+        """INFO's keys_with_volatile_items."""
+        data = self.data
+        return sum(1 for v in map(data.get, list(self.volatile)) if type(v) is Hash and v.ttl is not None)
+
+    def find_volatile(self) -> None:
+        """Rebuild the field-expiry schedule from the data (after a load)."""
+        self.volatile = {k: min(v.ttl.values()) for k, v in self.data.items() if type(v) is Hash and v.ttl}
+        self._fheap = [(t, k) for k, t in self.volatile.items()]
+        heapq.heapify(self._fheap)
+
+    def sweep_fields(self, now: int, budget: int) -> int:
+        """Valkey's active field expiry: reap the fields past their time of
+        the hashes that have TTLs, up to ``budget`` fields; each hash reaped
+        raises ``hexpired`` (then ``del`` when it went empty). Keys under
+        their own expiry wait for it."""
+        removed = 0
+        heap = self._fheap
+        volatile = self.volatile
+        while heap and heap[0][0] < now and removed < budget:
+            when, key = heapq.heappop(heap)
+            if volatile.get(key) != when:
+                continue  # rescheduled since
+            h = self.data.get(key)
+            if type(h) is not Hash or h.ttl is None or (key in self.expires and self.expires[key] < now):
+                # Gone, or under its own expiry, which removes it whole.
+                del volatile[key]
+                continue
+            fields = h.reap(now, budget - removed)
+            if h.ttl is None:
+                del volatile[key]
+            else:
+                nxt = min(h.ttl.values())
+                volatile[key] = nxt
+                heapq.heappush(heap, (nxt, key))
+            if not fields:
+                continue
+            removed += len(fields)
+            self.fields_expired += len(fields)
+            gone = not h
+            if gone:
+                del self.data[key]
+                self.expires.pop(key, None)
+            if self.events:
+                self.events.emit(self, b"hexpired", key)
+                if gone:
+                    self.events.emit(self, b"del", key)
+            if self.on_fields_expire is not None:
+                self.on_fields_expire(self.id, key, fields, gone)
+            if self.signalled:
+                self._signal(key, False)
+            if gone and self.blocking:
+                self._gone(key)
         return removed
 
     def next_expiry(self) -> int | None:

@@ -70,6 +70,7 @@ KINDS: dict[bytes, int] = {
     b"lpush": LIST, b"rpush": LIST, b"lpop": LIST, b"rpop": LIST, b"linsert": LIST, b"lset": LIST,
     b"lrem": LIST, b"ltrim": LIST, b"sortstore": LIST,
     b"hset": HASH, b"hdel": HASH, b"hincrby": HASH, b"hincrbyfloat": HASH,
+    b"hexpire": HASH, b"hexpired": HASH, b"hpersist": HASH,
     b"zadd": ZSET, b"zincr": ZSET, b"zrem": ZSET, b"zremrangebyscore": ZSET, b"zremrangebyrank": ZSET,
     b"zremrangebylex": ZSET, b"zpopmin": ZSET, b"zpopmax": ZSET, b"zunionstore": ZSET,
     b"zinterstore": ZSET, b"zdiffstore": ZSET, b"zrangestore": ZSET,

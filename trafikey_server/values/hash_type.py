@@ -12,7 +12,6 @@ from ..protocol.rdbformat import (
     T_HASH_2,
     T_HASH_LISTPACK,
     T_HASH_ZIPLIST,
-    RdbError,
     encode_len,
     encode_string,
     listpack_entries,
@@ -36,6 +35,8 @@ def _copy(v: Hash) -> Hash:
     h = Hash()
     h.update(v)
     h.big = v.big
+    if v.ttl is not None:
+        h.ttl = dict(v.ttl)
     return h
 
 
@@ -46,12 +47,25 @@ def _memory(v: Hash, samples: int) -> int:
 
 
 def _digest(v: Hash) -> bytes:
+    ttl = v.ttl
+    if ttl is not None:
+        return b"h" + b"\0".join(k + b"\1" + bytes(x) + b"\2%d" % ttl.get(k, -1) for k, x in sorted(v.items()))
     return b"h" + b"\0".join(k + b"\1" + bytes(x) for k, x in sorted(v.items()))
 
 
 def _rdb_save(v: Hash) -> tuple[int, bytes]:
     """A listpack hash as Valkey writes it (its listpack, fields and values
-    alternating); a hashtable one field by field."""
+    alternating); a hashtable one field by field; one with field TTLs as
+    Valkey 9 does, RDB_TYPE_HASH_2: each field and value followed by its
+    expiry in ms as 8 little-endian bytes, -1 for none."""
+    if v.ttl is not None:
+        ttl = v.ttl
+        parts = [encode_len(len(v))]
+        for f, x in v.items():
+            parts.append(encode_string(f))
+            parts.append(encode_string(bytes(x)))
+            parts.append(struct.pack("<q", ttl.get(f, -1)))
+        return T_HASH_2, b"".join(parts)
     if not v.big:
         body = b"".join(enc_str(f) + enc_str(bytes(x)) for f, x in v.items())
         return T_HASH_LISTPACK, encode_string(blob(body, 2 * len(v)))
@@ -77,28 +91,42 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Hash
         fields = [(r.string(), r.string()) for _ in range(n)]
         return _make(fields, n > entries or any(len(f) > value or len(v) > value for f, v in fields))
     if t == T_HASH_2:
+        # Fields already past their time are dropped, as Valkey's load drops them.
         n = r.plain_len()
         fields = []
+        ttls: dict[bytes, int] = {}
+        now = server.clock.ms()
         for _ in range(n):
             f, v = r.string(), r.string()
-            ttl = struct.unpack("<q", r.take(8))[0]
-            if ttl != -1:
-                raise RdbError(f"key {key!r}: a hash field with a TTL ({f!r}); this server "
-                               "does not keep per-field expiry")
+            when = struct.unpack("<q", r.take(8))[0]
+            if when != -1:
+                if when < now:
+                    continue
+                ttls[f] = when
             fields.append((f, v))
-        return _make(fields, n > entries or any(len(f) > value or len(v) > value for f, v in fields))
+        h = _make(fields, bool(ttls) or len(fields) > entries or any(len(f) > value or len(v) > value
+                                                                     for f, v in fields))
+        if h is not None and ttls:
+            h.ttl = ttls
+        return h
     items = (listpack_entries if t == T_HASH_LISTPACK else ziplist_entries)(r.string())
     hp = pairs(items, "hash", key)
     return _make(hp, len(hp) > entries)
 
 
 def _aof_rewrite(key: bytes, v: Hash) -> Iterator[list[bytes]]:
-    items = list(v.items())
+    """The fields without TTL in HSET batches, then each field with one as
+    Valkey 9 writes it: HSETEX key PXAT when FIELDS 1 field value."""
+    ttl = v.ttl
+    items = list(v.items()) if ttl is None else [(f, x) for f, x in v.items() if f not in ttl]
     for i in range(0, len(items), ITEMS_PER_CMD):
         argv = [b"HSET", key]
         for f, val in items[i:i + ITEMS_PER_CMD]:
             argv += (f, bytes(val))
         yield argv
+    if ttl is not None:
+        for f, when in ttl.items():
+            yield [b"HSETEX", key, b"PXAT", b"%d" % when, b"FIELDS", b"1", f, bytes(v[f])]
 
 
 HASH = ValueType(

@@ -155,6 +155,17 @@ class Aof:
         if not self.scheduled:
             self._schedule()
 
+    def fields_expired(self, dbid: int, key: bytes, fields: list[bytes], gone: bool) -> None:
+        """Hash fields reaped by the active sweep: logged as HDEL (Valkey's
+        propagation of expired fields), and the hash's deletion when it went
+        too, as UNLINK under lazyfree-lazy-expire (Valkey's default)."""
+        self.unit.append((dbid, [b"HDEL", key, *fields]))
+        if gone:
+            lazy = self.server.config.values.get("lazyfree-lazy-expire", True)
+            self.unit.append((dbid, [b"UNLINK" if lazy else b"DEL", key]))
+        if not self.scheduled:
+            self._schedule()
+
     def begin(self) -> None:
         """A transaction or a script starts: its effects form one unit."""
         if self.depth == 0 and self.unit:

@@ -144,9 +144,35 @@ def _incrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     return [[b"SET", argv[1], bytes(v), b"KEEPTTL"]]
 
 
-def _hincrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+def _hash_field(c: Client, argv: list[bytes], value: bytes) -> Effects:
+    """A computed hash write as the value it left: HSET, or HSETEX ... PXAT
+    when the field keeps a TTL (Valkey's rewrite of HINCRBY* on a hash with
+    field TTLs)."""
     h = c.db.data[argv[1]]
-    return [[b"HSET", argv[1], argv[2], bytes(h[argv[2]])]]
+    t = h.ttl.get(argv[2]) if h.ttl is not None else None
+    if t is None:
+        return [[b"HSET", argv[1], argv[2], value]]
+    return [[b"HSETEX", argv[1], b"PXAT", b"%d" % t, b"FIELDS", b"1", argv[2], value]]
+
+
+def _hincrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    return _hash_field(c, argv, bytes(c.db.data[argv[1]][argv[2]]))
+
+
+def _hincrby(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """As sent, unless the hash has field TTLs: then as its result."""
+    if c.db.data[argv[1]].ttl is None:
+        return [argv]
+    return _hash_field(c, argv, bytes(c.db.data[argv[1]][argv[2]]))
+
+
+def _hsetnx(c: Client, argv: list[bytes], reply: bytes) -> Effects:
+    """HSET on a hash with field TTLs (the field may be gone on replay)."""
+    if reply == _ZERO:
+        return NOTHING
+    if c.db.data[argv[1]].ttl is None:
+        return [argv]
+    return [[b"HSET", *argv[1:]]]
 
 
 def _nothing(c: Client, argv: list[bytes], reply: bytes) -> Effects:
@@ -272,9 +298,20 @@ RULES: dict[bytes, Rule] = {
     b"pexpire": _expire,
     b"expireat": _expire,
     b"pexpireat": _expire,
-    b"hsetnx": _unless_zero,
+    b"hsetnx": _hsetnx,
     b"hdel": _unless_zero,
+    b"hincrby": _hincrby,
     b"hincrbyfloat": _hincrbyfloat,
+    # Hash-field expiry logs itself: relative times as absolute, times
+    # already past as HDEL of the fields they deleted (commands/hash_expiry.py).
+    b"hsetex": _nothing,
+    b"hgetex": _nothing,
+    b"hgetdel": _nothing,
+    b"hexpire": _nothing,
+    b"hpexpire": _nothing,
+    b"hexpireat": _nothing,
+    b"hpexpireat": _nothing,
+    b"hpersist": _nothing,
     b"zrem": _unless_zero,
     b"zremrangebyrank": _unless_zero,
     b"zremrangebyscore": _unless_zero,

@@ -1,7 +1,8 @@
 """The RDB file format: writing this server's keyspace, reading it back.
 
 Files are written as ``REDIS0011``, the newest version that both Valkey 9
-(whose own files are ``VALKEY080``) and Redis 7.2 read, with only the plain
+(whose own files are ``VALKEY080``) and Redis 7.2 read (or as ``VALKEY080``
+when a hash has field TTLs, whose type only that version carries), with only the plain
 encodings: strings (integer-encoded when they are small canonical integers,
 otherwise raw, never LZF-compressed), each value in the form Valkey writes
 for its encoding (listpacks, intsets, quicklist nodes; hashtable hashes as
@@ -15,8 +16,8 @@ found in ``valuetypes.py``); this module frames the file around them.
 
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
-hashes and sorted sets, string-score sorted sets, and field-TTL hashes whose
-fields carry no TTL. Anything else (module values, hash fields with TTLs) is
+hashes and sorted sets, string-score sorted sets, and hashes with field
+TTLs (RDB_TYPE_HASH_2). Anything else (module values and module data) is
 refused with an error naming the key and the type: skipping it would
 silently lose data the user meant to keep.
 
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 
 RDB_VERSION = 11
 MAGIC = b"REDIS%04d" % RDB_VERSION
+# A hash with field TTLs is RDB_TYPE_HASH_2, which Valkey reads only in its
+# own file version: a file holding one is written as Valkey 9 writes it.
+VALKEY_MAGIC = b"VALKEY080"
 # The newest versions read: Redis-format files up to 11, Valkey-format up to 80.
 MAX_REDIS_VERSION = 11
 MAX_VALKEY_VERSION = 80
@@ -114,7 +118,7 @@ def write(server: Server, out: IO[bytes]) -> int:
     values = server.config.values
     sink = _Sink(out, bool(values.get("rdbchecksum", True)))
     w = sink.write
-    w(MAGIC)
+    w(VALKEY_MAGIC if _has_field_ttls(server) else MAGIC)
     w(_aux(b"redis-ver", REDIS_COMPAT_VERSION.encode()))
     w(_aux(b"redis-bits", b"64"))
     w(_aux(b"ctime", b"%d" % int(time.time())))
@@ -143,6 +147,10 @@ def write(server: Server, out: IO[bytes]) -> int:
     sink.flush()
     out.write(_PACK_Q(sink.crc))
     return keys
+
+
+def _has_field_ttls(server: Server) -> bool:
+    return any(db.has_field_ttls() for db in server.dbs if db.volatile)
 
 
 def dump(server: Server) -> bytes:
@@ -324,6 +332,7 @@ def install(server: Server, res: Loaded, functions: bytes = b"flush") -> None:
             db.expires = expires
             db._heap = [(t, k) for k, t in expires.items()]
             heapq.heapify(db._heap)
+            db.find_volatile()
             continue
         # Loaded keys are not announced (Valkey's dbAddRDBLoad raises no
         # keyspace event), so notifications pause while they go in.

@@ -42,6 +42,7 @@ def start_logging(server: Server, aof: Aof, manifest: mf.Manifest | None) -> Non
     server.aof = aof
     for db in server.dbs:
         db.on_expire = aof.expired
+        db.on_fields_expire = aof.fields_expired
 
 
 def stop_logging(server: Server) -> None:
@@ -51,6 +52,7 @@ def stop_logging(server: Server) -> None:
     server.aof = None
     for db in server.dbs:
         db.on_expire = None
+        db.on_fields_expire = None
     aof.close()
 
 
