@@ -196,6 +196,32 @@ def test_other_commands_see_what_valkey_sees(lazy: tuple[Proc, Proc], proto: int
     ], proto)
 
 
+@pytest.mark.parametrize("proto", [2, 3])
+def test_copy_leaves_out_fields_past_their_time(lazy: tuple[Proc, Proc], proto: int) -> None:
+    """COPY duplicates only live fields; a hash all of whose fields are past
+    their time copies as an empty hash that exists, as on Valkey."""
+    _streams(lazy, [
+        ("HSET", "h", "a", "1", "b", "2", "c", "3"),
+        ("HPEXPIRE", "h", "1", "FIELDS", "1", "a"),
+        ("HPEXPIREAT", "h", FAR, "FIELDS", "1", "b"),
+        ("HSET", "g", "a", "1"),
+        ("HPEXPIRE", "g", "1", "FIELDS", "1", "a"),
+        WAIT,
+        ("COPY", "h", "h2"),
+        ("HLEN", "h"),
+        ("HLEN", "h2"),
+        ("HPEXPIRETIME", "h2", "FIELDS", "3", "a", "b", "c"),
+        ("HGETALL", "h2"),
+        ("COPY", "g", "g2"),
+        ("EXISTS", "g2"),
+        ("TYPE", "g2"),
+        ("HLEN", "g2"),
+        ("OBJECT", "ENCODING", "g2"),
+        ("HSET", "g2", "z", "1"),
+        ("HGETALL", "g2"),
+    ], proto)
+
+
 def test_keymiss_of_the_reads(lazy: tuple[Proc, Proc]) -> None:
     """Reads that look the key up for reading raise ``keymiss``; the
     writes, which look it up for writing, do not."""

@@ -44,6 +44,7 @@ from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..util.errors import CommandError, not_integer, syntax
 from ..util.glob import matcher
 from ..util.parsing import LLONG_MAX, parse_int, to_int
+from ..values.hash import Hash
 from ..values.registry import BY_NAME, of, type_name
 from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
@@ -345,7 +346,14 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         if not replace:
             return ZERO
         dst_db.delete(dst)
-    _place(c, db, src, dst_db, dst, _clone(value), db.ttl_ms(src))
+    clone = _clone(value)
+    if clone.__class__ is Hash and clone.ttl is not None:  # (this module defines TYPE)
+        # Valkey's hash dup leaves out fields past their time that still
+        # await the sweep: all of them leaves an empty hash, as there.
+        now = db.clock.ms()
+        for f in [f for f, t in clone.ttl.items() if t < now]:
+            clone.drop(f)
+    _place(c, db, src, dst_db, dst, clone, db.ttl_ms(src))
     if dst_db.events:
         dst_db.events.emit(dst_db, b"copy_to", dst)
     return ONE
