@@ -32,6 +32,7 @@ from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
 from .services.config import Config
+from .services.memory import Memory
 from .services.notify import Notify
 from .services.observe import Observer
 from .services.pause import Pause
@@ -96,6 +97,8 @@ class Server:
         self.aof: Any = None
         self.loading = False
         # -- limits (limits.py) --
+        self.memory = Memory(self)  # used memory and evictions (memory.py)
+        self.memory.apply_policy()
         self.base_table = self.table
         self.maxmemory = 0
         self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
@@ -194,6 +197,7 @@ class Server:
         da.data, db_.data = db_.data, da.data
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
+        da.access, db_.access = db_.access, da.access
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
         if da.blocking:
@@ -301,6 +305,7 @@ class Server:
         if self.stopping is not None and self.stopping.is_set():
             return
         now = self.clock.ms()
+        self.clock.lru = now // 1000
         if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:

@@ -39,6 +39,7 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from ..keyspace.access import idle_ms
 from ..protocol.args import cstr
 from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..util.errors import CommandError, not_integer, syntax
@@ -520,7 +521,7 @@ def _encoding(c: Client, key: bytes, v: Any) -> bytes:
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:
-    v = c.db.get(argv[2])
+    v = c.db.peek(argv[2])
     if v is None:
         return c.r.null
     return bulk(_encoding(c, argv[2], v))
@@ -528,11 +529,7 @@ def object_encoding(c: Client, argv: list[bytes]) -> bytes:
 
 def object_refcount(c: Client, argv: list[bytes]) -> bytes:
     # Valkey 9 embeds the key in every stored value, so none is shared.
-    return c.r.null if c.db.get(argv[2]) is None else ONE
-
-
-def _lfu(c: Client) -> bool:
-    return "lfu" in str(c.server.config.values.get("maxmemory-policy", "noeviction"))
+    return c.r.null if c.db.peek(argv[2]) is None else ONE
 
 
 _LFU_SELECTED = (
@@ -544,23 +541,27 @@ _NO_LFU = (
     b"Please note that when switching between policies at runtime LRU and LFU data "
     b"will take some time to adjust."
 )
-_LFU_INIT_VAL = 5
 
 
 def object_idletime(c: Client, argv: list[bytes]) -> bytes:
-    if c.db.get(argv[2]) is None:
+    """estimateObjectIdleTime in seconds; the lookup does not count as a
+    use (LOOKUP_NOTOUCH)."""
+    db = c.db
+    if db.peek(argv[2]) is None:
         return c.r.null
-    if _lfu(c):
+    if db.lfu is not None:
         raise CommandError(_LFU_SELECTED)
-    return ZERO
+    return integer(idle_ms(db.clock, db.access.get(argv[2])) // 1000)
 
 
 def object_freq(c: Client, argv: list[bytes]) -> bytes:
-    if c.db.get(argv[2]) is None:
+    """LFUDecrAndReturn: the counter as decayed now, nothing stored."""
+    db = c.db
+    if db.peek(argv[2]) is None:
         return c.r.null
-    if not _lfu(c):
+    if db.lfu is None:
         raise CommandError(_NO_LFU)
-    return integer(_LFU_INIT_VAL)
+    return integer(db.lfu.counter(db.access.get(argv[2])))
 
 
 _OBJECT_HELP = (
