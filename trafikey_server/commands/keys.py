@@ -84,7 +84,12 @@ def unlink(c: Client, argv: list[bytes]) -> bytes:
 
 
 def exists(c: Client, argv: list[bytes]) -> bytes:
-    get = c.db.get
+    """Valkey looks the keys up without counting a use (LOOKUP_NOTOUCH);
+    TOUCH is the same count with the use."""
+    return _count(c, argv, c.db.peek)
+
+
+def _count(c: Client, argv: list[bytes], get: Any) -> bytes:
     n = 0
     for key in argv[1:]:
         if get(key) is not None:
@@ -95,11 +100,11 @@ def exists(c: Client, argv: list[bytes]) -> bytes:
 
 
 def touch(c: Client, argv: list[bytes]) -> bytes:
-    return exists(c, argv)
+    return _count(c, argv, c.db.get)
 
 
 def type(c: Client, argv: list[bytes]) -> bytes:
-    v = c.db.get(argv[1])
+    v = c.db.peek(argv[1])  # LOOKUP_NOTOUCH
     if v is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
     return status(type_name(v))
@@ -216,7 +221,7 @@ def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
     """Valkey's ttlGenericCommand: -2 no key, -1 no expire, else the time
     left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
-    if db.get(key) is None:
+    if db.peek(key) is None:  # LOOKUP_NOTOUCH
         if db.events:
             db.events.emit(db, b"keymiss", key)
         return _MINUS_TWO

@@ -427,6 +427,7 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.total_error_replies = 0
     srv.expired_keys = 0
     srv.scripting.evicted = 0
+    srv.memory.reset_stats()
     return OK
 
 

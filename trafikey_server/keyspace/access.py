@@ -32,7 +32,9 @@ class Lfu:
         self.decay_time = decay_time
 
     def minutes(self) -> int:
-        return (self.clock.lru // 60) & 65535
+        """LFUGetTimeInMinutes, from the time now (Valkey's cached unixtime
+        is refreshed per command; the LRU clock only per tick)."""
+        return (self.clock.ms() // 60000) & 65535
 
     def fresh(self) -> int:
         """A new object's field: now, and the initial counter."""

@@ -101,11 +101,16 @@ class _Sampler:
         self.served += k
         if len(keys) <= k:
             return [key for key in keys if key in src]
-        start = random.randrange(len(keys))
-        picked = keys[start:start + k]
-        if len(picked) < k:
-            picked += keys[: k - len(picked)]
-        return [key for key in picked if key in src]
+        for _ in range(2):
+            # Spread picks: the dict's order is the order of writes, which
+            # a run of neighbours would mirror (Valkey's buckets are hashed).
+            found = [key for key in (keys[int(random.random() * len(keys))] for _ in range(k)) if key in src]
+            if found:
+                return found
+            # Only keys gone since the snapshot: take it again.
+            keys = self.keys = list(src)
+            self.served = k
+        return found
 
 
 class Memory:
@@ -268,6 +273,12 @@ class Memory:
             self.exceeded_since = 0.0
         return result
 
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: evicted_keys and the exceeded times."""
+        self.evicted_keys = 0
+        self.exceeded_total_us = 0
+        self.exceeded_since = 0.0
+
     def exceeded_us(self) -> tuple[int, int]:
         current = int((time.monotonic() - self.exceeded_since) * 1e6) if self.exceeded_since else 0
         return self.exceeded_total_us + current, current
@@ -293,6 +304,9 @@ class Memory:
 
     def _evict(self, db: Db, key: bytes, lazy: bool) -> None:
         server = self.server
+        if key not in db.data:  # an expiry without its key: nothing to free
+            db.expires.pop(key, None)
+            return
         db.delete_stored(key)
         self.evicted_keys += 1
         if db.events:
