@@ -21,12 +21,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from helpers.aof_util import logged_runs, without_select
 from helpers.keyevents import Watched, frame_parts
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, start_trafikey, start_valkey
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-MARGIN = 100 * 1024
+MARGIN = 40 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -378,3 +379,46 @@ def test_multi_under_oom(both: list[Wire]) -> None:
             ("SET", "x", "2"), ("MULTI",), ("EVAL", "return 1", 0), ("EXEC",), ("EXISTS", "x", "y"),
         )])
     assert got[0] == got[1]
+
+
+# -- propagation ------------------------------------------------------------------------------------
+
+
+def _evict_all(port: int) -> list[bytes]:
+    """Valkey's "propagation with eviction": keys written, then a limit of
+    one byte under allkeys-lru; the eviction time proc empties the keyspace;
+    then a write once the limit is gone. And the same in MULTI: the limit is
+    set by a queued CONFIG SET, the evictions follow the EXEC."""
+    w = Wire(port)
+    try:
+        replies = [w.call("SET", f"asdf{i}", i) for i in range(1, 4)]
+        replies += [w.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"),
+                    w.call("CONFIG", "SET", "maxmemory", "1")]
+        end = time.monotonic() + 5
+        while w.call("DBSIZE") != b":0\r\n":
+            assert time.monotonic() < end
+            time.sleep(0.02)
+        replies += [w.call("CONFIG", "SET", "maxmemory", "0"), w.call("SET", "asdf4", "4")]
+        replies += [w.call(*c) for c in (("MULTI",), ("INCR", "x"), ("CONFIG", "SET", "maxmemory", "1"),
+                                         ("INCR", "x"), ("EXEC",))]
+        end = time.monotonic() + 5
+        while w.call("DBSIZE") != b":0\r\n":
+            assert time.monotonic() < end
+            time.sleep(0.02)
+        replies.append(w.call("CONFIG", "SET", "maxmemory", "0"))
+        return replies
+    finally:
+        w.close()
+
+
+def test_evictions_are_logged_as_unlink() -> None:
+    v, t = logged_runs(_evict_all)
+    assert t.replies == v.replies
+    assert t.keyspace == v.keyspace == {}
+
+    def shape(log: list[list[bytes]]) -> list[list[bytes]]:
+        # Which asdf key each UNLINK names follows the sampling: compare the kinds.
+        return [[c[0], c[1][:4]] if c[0].lower() == b"unlink" else c for c in without_select(log)]
+
+    assert shape(t.log) == shape(v.log)
+    assert sorted(c[1] for c in t.log if c[0].lower() == b"unlink") == [b"asdf1", b"asdf2", b"asdf3", b"asdf4", b"x"]
