@@ -178,8 +178,9 @@ SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fc
 
 
 def apply_maxmemory(server: Server, value: int) -> None:
-    """While a limit is set, deny-oom commands leave the fast path (a table
-    of the server's own), so the check costs nothing without one; so do
+    """While a limit is set, used memory is tracked on every write
+    (memory.py) and deny-oom commands leave the fast path (a table of the
+    server's own), so neither costs anything without one; so do
     write commands while min-replicas-to-write refuses them (``noreplicas``),
     and the script commands under either."""
     server.maxmemory = value
