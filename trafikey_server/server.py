@@ -102,7 +102,6 @@ class Server:
         self.base_table = self.table
         self.maxmemory = 0
         self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
-        self.used_memory = 0
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False

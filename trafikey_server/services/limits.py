@@ -187,7 +187,6 @@ def apply_maxmemory(server: Server, value: int) -> None:
     memory = server.memory
     if value:
         memory.start()
-        server.used_memory = memory.used()
         memory.after_limit_set()
     else:
         memory.stop()

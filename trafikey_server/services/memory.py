@@ -234,7 +234,6 @@ class Memory:
         if not maxmemory or server.loading or server.busy_run is not None:
             return EVICT_OK
         used = self.used()
-        server.used_memory = used
         if used <= maxmemory:
             return self._metrics(EVICT_OK)
         values = server.config.values
@@ -260,7 +259,6 @@ class Memory:
                 result = EVICT_RUNNING
                 self._schedule()
                 break
-        server.used_memory = self.used()
         return self._metrics(result)
 
     def _metrics(self, result: int) -> int:
