@@ -33,6 +33,7 @@ from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
 from .services.config import Config
+from .services.memory import Memory
 from .services.notify import Notify
 from .services.observe import Observer
 from .services.pause import Pause
@@ -99,10 +100,11 @@ class Server:
         self.aof: Any = None
         self.loading = False
         # -- limits (limits.py) --
+        self.memory = Memory(self)  # used memory and evictions (memory.py)
+        self.memory.apply_policy()
         self.base_table = self.table
         self.maxmemory = 0
         self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
-        self.used_memory = 0
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False
@@ -213,6 +215,7 @@ class Server:
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
         da.swap_fields(db_)
+        da.access, db_.access = db_.access, da.access
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
         if da.blocking:
@@ -320,6 +323,7 @@ class Server:
         if self.stopping is not None and self.stopping.is_set():
             return
         now = self.clock.ms()
+        self.clock.lru = now // 1000
         if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:

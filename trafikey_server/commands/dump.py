@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..execution.persist.aof import propagate
+from ..keyspace.access import LRU_CLOCK_MAX
 from ..protocol.args import word
 from ..protocol.rdbformat import RdbError, Reader, compressing
 from ..protocol.resp import OK, bulk
@@ -35,6 +36,7 @@ from ..values.registry import BY_CLASS, BY_RDB_TYPE
 from ..values.string import before_expire
 
 if TYPE_CHECKING:
+    from ..keyspace.db import Db
     from ..services.client import Client
 
 # The version DUMP writes (Valkey 9's RDB_VERSION); RESTORE refuses newer
@@ -74,6 +76,17 @@ def footer_ok(c: Client, p: bytes) -> bool:
             version > DUMP_VERSION or version in _FOREIGN):
         return False
     return crc64(memoryview(p)[:-8]) == int.from_bytes(p[-8:], "little")
+
+
+def _set_use(db: Db, key: bytes, idle: int, freq: int) -> None:
+    """objectSetLRUOrLFU: FREQ sets the counter under an LFU policy,
+    IDLETIME the last access under any other (each ignored otherwise)."""
+    if db.lfu is not None:
+        if freq >= 0:
+            db.access[key] = db.lfu.minutes() << 8 | freq
+    elif idle >= 0:
+        at = (db.clock.lru & LRU_CLOCK_MAX) - idle
+        db.access[key] = at + LRU_CLOCK_MAX if at < 0 else at
 
 
 def restore(c: Client, argv: list[bytes]) -> bytes:
@@ -133,6 +146,7 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
             c.server.dirty -= 1  # nothing changed: nothing to log
         return OK
     db.add(key, value)
+    _set_use(db, key, idle, freq)
     if ttl:
         before_expire(db, key)
         db.set_expire(key, ttl)

@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING
 
 from ..execution.persist.commands import aof_fields, aof_size_fields
 from ..services.acl import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
+from ..services.memory import BASE
 from ..util import latency as hdr
 from ..util.memory import PAGE as _PAGE
-from ..util.memory import STARTUP_RSS as _STARTUP_RSS
-from ..util.memory import peak as _peak
 from ..util.memory import rss as _rss
 from ..util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 
@@ -117,19 +116,23 @@ def _paused(s: Server) -> Fields:
 
 def _memory(s: Server) -> Fields:
     rss = _rss()
-    peak = max(_peak(), rss)
+    mem = s.memory
+    dataset = mem.dataset()
+    overhead = mem.overhead()
+    used = overhead + dataset  # the figure maxmemory is checked against (memory.py)
+    peak = max(mem.peak, used)
     maxmemory = s.config.values["maxmemory"]
-    startup = min(_STARTUP_RSS, rss)
-    dataset = rss - startup
+    startup = BASE
+    net = used - startup
     total = os.sysconf("SC_PHYS_PAGES") * _PAGE if hasattr(os, "sysconf") else 0
     zeros = [(k, 0) for k in ("used_memory_lua", "used_memory_vm_eval")]
     return [
-        ("used_memory", rss), ("used_memory_human", human(rss)), ("used_memory_rss", rss),
+        ("used_memory", used), ("used_memory_human", human(used)), ("used_memory_rss", rss),
         ("used_memory_rss_human", human(rss)), ("used_memory_peak", peak), ("used_memory_peak_human", human(peak)),
-        ("used_memory_peak_perc", f"{100 * rss / peak:.2f}%"), ("used_memory_overhead", startup),
+        ("used_memory_peak_perc", f"{100 * used / peak:.2f}%"), ("used_memory_overhead", overhead),
         ("used_memory_startup", startup), ("used_memory_dataset", dataset),
-        ("used_memory_dataset_perc", f"{100 * dataset / rss:.2f}%" if rss else "0.00%"),
-        ("allocator_allocated", rss), ("allocator_active", rss), ("allocator_resident", rss),
+        ("used_memory_dataset_perc", f"{100 * dataset / net:.2f}%" if net > 0 else "0.00%"),
+        ("allocator_allocated", used), ("allocator_active", rss), ("allocator_resident", rss),
         ("allocator_muzzy", 0), ("total_system_memory", total), ("total_system_memory_human", human(total)),
         *zeros, ("used_memory_lua_human", "0B"), ("used_memory_scripts_eval", 0),
         ("number_of_cached_scripts", len(s.scripting.scripts)),
@@ -140,7 +143,8 @@ def _memory(s: Server) -> Fields:
         ("maxmemory_human", human(maxmemory)), ("maxmemory_policy", s.config.values["maxmemory-policy"]),
         ("allocator_frag_ratio", "1.00"), ("allocator_frag_bytes", 0), ("allocator_rss_ratio", "1.00"),
         ("allocator_rss_bytes", 0), ("rss_overhead_ratio", "1.00"), ("rss_overhead_bytes", 0),
-        ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0), ("mem_not_counted_for_evict", 0),
+        ("mem_fragmentation_ratio", f"{rss / used:.2f}"), ("mem_fragmentation_bytes", rss - used),
+        ("mem_not_counted_for_evict", 0),
         ("mem_replication_backlog", 0), ("mem_total_replication_buffers", 0), ("mem_replicas_repl_buffer", 0),
         ("mem_clients_slaves", 0), ("mem_clients_normal", 0), ("mem_cluster_links", 0),
         ("mem_cluster_slot_import", 0), ("mem_cluster_slot_export", 0), ("mem_aof_buffer", 0),
@@ -190,10 +194,11 @@ def _stats(s: Server) -> Fields:
         *_zeros("sync_full", "sync_partial_ok", "sync_partial_err"),
         ("expired_keys", s.expired_keys), ("expired_fields", s.expired_fields), ("expired_stale_perc", "0.00"),
         ("expired_keys_with_volatile_items_stale_perc", "0.00"),
-        *_zeros("expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds", "evicted_keys",
-                "evicted_clients"),
+        *_zeros("expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds"),
+        ("evicted_keys", s.memory.evicted_keys), ("evicted_clients", 0),
         ("evicted_scripts", s.scripting.evicted),
-        *_zeros("total_eviction_exceeded_time", "current_eviction_exceeded_time"),
+        *zip(("total_eviction_exceeded_time", "current_eviction_exceeded_time"),
+             (us // 1000 for us in s.memory.exceeded_us()), strict=True),
         ("keyspace_hits", getattr(s, "keyspace_hits", 0)), ("keyspace_misses", getattr(s, "keyspace_misses", 0)),
         ("pubsub_channels", len(s.pubsub.channels)), ("pubsub_patterns", len(s.pubsub.patterns)),
         ("pubsubshard_channels", len(s.pubsub.shard_channels)),

@@ -4,7 +4,7 @@ What they report is gathered by observe.py (durations, MONITOR lines) and
 by INFO's memory readings. Memory figures are estimates: a Python process
 does not allocate per key the way Valkey's allocator does, so MEMORY USAGE
 adds up the sizes Valkey's encodings would take, and MEMORY STATS reports
-the process's resident memory in Valkey's fields.
+the used memory those estimates add up to (services/memory.py).
 """
 
 from __future__ import annotations
@@ -14,16 +14,11 @@ from typing import TYPE_CHECKING
 
 from ..protocol.resp import OK, array, bulk, bulks, integer
 from ..services.acl import lookup
+from ..services.memory import BASE, EXPIRES_SLOT, MAIN_SLOT, estimate
 from ..services.observe import CommandLog
 from ..util import latency as hdr
 from ..util.errors import CommandError, syntax
-from ..util.memory import STARTUP_RSS as _STARTUP_RSS
-from ..util.memory import peak as _peak
-from ..util.memory import rss as _rss
 from ..util.parsing import to_int
-from ..values.record import alloc_size as _alloc
-from ..values.record import sds_size as _sds
-from ..values.registry import of
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -303,15 +298,6 @@ def memory_help(c: Client, argv: list[bytes]) -> bytes:
     return _MEMORY_HELP
 
 
-def estimate(key: bytes, value: object, samples: int) -> int:
-    """Bytes Valkey would spend on the key and its value: the object with
-    its embedded key, and for a collection the average of the first
-    ``samples`` elements times their number, as objectComputeSize samples."""
-    head = _alloc(16 + 8 + _sds(len(key)))
-    vt = of(value)
-    return head if vt is None else head + vt.memory(value, samples)
-
-
 def memory_usage(c: Client, argv: list[bytes]) -> bytes:
     samples = 5
     i = 3
@@ -328,7 +314,7 @@ def memory_usage(c: Client, argv: list[bytes]) -> bytes:
             i += 2
         else:
             raise syntax()
-    value = c.db.get(argv[2])
+    value = c.db.peek(argv[2])
     if value is None:
         return c.r.null
     return integer(estimate(argv[2], value, samples))
@@ -336,11 +322,12 @@ def memory_usage(c: Client, argv: list[bytes]) -> bytes:
 
 def memory_stats(c: Client, argv: list[bytes]) -> bytes:
     s = c.server
-    rss = _rss()
-    peak = max(_peak(), rss)
-    startup = min(_STARTUP_RSS, rss)
-    overhead = startup
-    dataset = max(rss - overhead, 0)
+    mem = s.memory
+    dataset = mem.dataset()
+    overhead = mem.overhead()
+    rss = overhead + dataset  # total.allocated: used_memory
+    peak = max(mem.peak, rss)
+    startup = BASE
     keys = sum(len(db) for db in s.dbs)
     r = c.r
     pairs: list[tuple[bytes, bytes]] = []
@@ -356,8 +343,9 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
         put(name, integer(v))
     for db in s.dbs:
         if db.id == 0 or len(db):
-            put(b"db.%d" % db.id, r.map([(bulk(b"overhead.hashtable.main"), integer(len(db) * 8)),
-                                         (bulk(b"overhead.hashtable.expires"), integer(len(db.expires) * 8))]))
+            put(b"db.%d" % db.id, r.map([(bulk(b"overhead.hashtable.main"), integer(len(db) * MAIN_SLOT)),
+                                         (bulk(b"overhead.hashtable.expires"),
+                                          integer(len(db.expires) * EXPIRES_SLOT))]))
     put(b"overhead.db.hashtable.lut", integer(0))
     put(b"overhead.db.hashtable.rehashing", integer(0))
     put(b"overhead.total", integer(overhead))
@@ -365,7 +353,8 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
     put(b"keys.count", integer(keys))
     put(b"keys.bytes-per-key", integer(dataset // keys if keys else 0))
     put(b"dataset.bytes", integer(dataset))
-    put(b"dataset.percentage", r.double(100.0 * dataset / rss if rss else 0.0))
+    net = rss - startup
+    put(b"dataset.percentage", r.double(100.0 * dataset / net if net > 0 else 0.0))
     put(b"peak.percentage", r.double(100.0 * rss / peak if peak else 0.0))
     for name in (b"allocator.allocated", b"allocator.active", b"allocator.resident"):
         put(name, integer(rss))
@@ -379,7 +368,7 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
 
 
 def memory_doctor(c: Client, argv: list[bytes]) -> bytes:
-    if _rss() < 5 * 1024 * 1024:
+    if c.server.memory.used() < 5 * 1024 * 1024:
         text = (b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
                 b"used in these conditions. Please, leave for your mission on Earth and fill it with some data. "
                 b"The new Sam and I will be back to our programming as soon as I finished rebooting.\n")

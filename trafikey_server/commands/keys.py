@@ -39,12 +39,12 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from ..keyspace.access import idle_ms
 from ..protocol.args import cstr
 from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..util.errors import CommandError, not_integer, syntax
 from ..util.glob import matcher
 from ..util.parsing import LLONG_MAX, parse_int, to_int
-from ..values.hash import Hash
 from ..values.registry import BY_NAME, of, type_name
 from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
@@ -84,7 +84,12 @@ def unlink(c: Client, argv: list[bytes]) -> bytes:
 
 
 def exists(c: Client, argv: list[bytes]) -> bytes:
-    get = c.db.get
+    """Valkey looks the keys up without counting a use (LOOKUP_NOTOUCH);
+    TOUCH is the same count with the use."""
+    return _count(c, argv, c.db.peek)
+
+
+def _count(c: Client, argv: list[bytes], get: Any) -> bytes:
     n = 0
     for key in argv[1:]:
         if get(key) is not None:
@@ -95,11 +100,11 @@ def exists(c: Client, argv: list[bytes]) -> bytes:
 
 
 def touch(c: Client, argv: list[bytes]) -> bytes:
-    return exists(c, argv)
+    return _count(c, argv, c.db.get)
 
 
 def type(c: Client, argv: list[bytes]) -> bytes:
-    v = c.db.get(argv[1])
+    v = c.db.peek(argv[1])  # LOOKUP_NOTOUCH
     if v is None and c.db.events:
         c.db.events.emit(c.db, b"keymiss", argv[1])
     return status(type_name(v))
@@ -216,7 +221,7 @@ def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
     """Valkey's ttlGenericCommand: -2 no key, -1 no expire, else the time
     left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
-    if db.get(key) is None:
+    if db.peek(key) is None:  # LOOKUP_NOTOUCH
         if db.events:
             db.events.emit(db, b"keymiss", key)
         return _MINUS_TWO
@@ -347,12 +352,7 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
             return ZERO
         dst_db.delete(dst)
     clone = _clone(value)
-    if clone.__class__ is Hash and clone.ttl is not None:  # (this module defines TYPE)
-        # Valkey's hash dup leaves out fields past their time that still
-        # await the sweep: all of them leaves an empty hash, as there.
-        now = db.clock.ms()
-        for f in [f for f, t in clone.ttl.items() if t < now]:
-            clone.drop(f)
+    db.drop_expired_fields(clone)
     _place(c, db, src, dst_db, dst, clone, db.ttl_ms(src))
     if dst_db.events:
         dst_db.events.emit(dst_db, b"copy_to", dst)
@@ -528,7 +528,7 @@ def _encoding(c: Client, key: bytes, v: Any) -> bytes:
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:
-    v = c.db.get(argv[2])
+    v = c.db.peek(argv[2])
     if v is None:
         return c.r.null
     return bulk(_encoding(c, argv[2], v))
@@ -536,11 +536,7 @@ def object_encoding(c: Client, argv: list[bytes]) -> bytes:
 
 def object_refcount(c: Client, argv: list[bytes]) -> bytes:
     # Valkey 9 embeds the key in every stored value, so none is shared.
-    return c.r.null if c.db.get(argv[2]) is None else ONE
-
-
-def _lfu(c: Client) -> bool:
-    return "lfu" in str(c.server.config.values.get("maxmemory-policy", "noeviction"))
+    return c.r.null if c.db.peek(argv[2]) is None else ONE
 
 
 _LFU_SELECTED = (
@@ -552,23 +548,27 @@ _NO_LFU = (
     b"Please note that when switching between policies at runtime LRU and LFU data "
     b"will take some time to adjust."
 )
-_LFU_INIT_VAL = 5
 
 
 def object_idletime(c: Client, argv: list[bytes]) -> bytes:
-    if c.db.get(argv[2]) is None:
+    """estimateObjectIdleTime in seconds; the lookup does not count as a
+    use (LOOKUP_NOTOUCH)."""
+    db = c.db
+    if db.peek(argv[2]) is None:
         return c.r.null
-    if _lfu(c):
+    if db.lfu is not None:
         raise CommandError(_LFU_SELECTED)
-    return ZERO
+    return integer(idle_ms(db.clock, db.access.get(argv[2])) // 1000)
 
 
 def object_freq(c: Client, argv: list[bytes]) -> bytes:
-    if c.db.get(argv[2]) is None:
+    """LFUDecrAndReturn: the counter as decayed now, nothing stored."""
+    db = c.db
+    if db.peek(argv[2]) is None:
         return c.r.null
-    if not _lfu(c):
+    if db.lfu is None:
         raise CommandError(_NO_LFU)
-    return integer(_LFU_INIT_VAL)
+    return integer(db.lfu.counter(db.access.get(argv[2])))
 
 
 _OBJECT_HELP = (

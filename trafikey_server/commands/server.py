@@ -433,6 +433,7 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.expired_keys = 0
     srv.expired_fields = 0
     srv.scripting.evicted = 0
+    srv.memory.reset_stats()
     return OK
 
 

@@ -18,6 +18,11 @@ notifications off that costs two tests. A key deleted, overwritten, expired,
 flushed or swapped away is ready for the clients that wait to hear of that
 (XREADGROUP, ``_gone``), and XADD signals its key on every entry
 (``signal_ready``); each costs one test of ``blocking`` when nobody waits.
+
+A lookup of a live key records its use in ``access`` (access.py: the LRU
+clock, or the LFU counter while ``lfu`` is set), as Valkey's lookupKey
+updates the object's LRU field: one dict store per lookup. ``peek`` reads
+without it (Valkey's LOOKUP_NOTOUCH: OBJECT).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..util.errors import wrongtype
 from ..values.hash import Hash
 from ..values.zset import ZSet
+from .access import Lfu
 
 if TYPE_CHECKING:
     from ..services.client import Client, Watch
@@ -39,7 +45,7 @@ if TYPE_CHECKING:
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
                  "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
-                 "volatile", "_fheap", "on_fields_expire", "fields_expired")
+                 "volatile", "_fheap", "on_fields_expire", "fields_expired", "access", "lfu")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -87,6 +93,10 @@ class Db:
         self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
         # Fields removed by expiry, by the sweep or by a write (INFO's expired_fields).
         self.fields_expired = 0
+        # key -> its LRU clock or LFU field (access.py); the LFU rules while
+        # an LFU maxmemory-policy is selected, else None.
+        self.access: dict[bytes, int] = {}
+        self.lfu: Lfu | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -94,6 +104,19 @@ class Db:
         """The live value of key, or None; an expired key is removed first.
         As in Valkey, a key lives through its expiry millisecond and is
         gone the one after."""
+        v = self.data.get(key)
+        if v is not None:
+            if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+                self._expire(key)
+                return None
+            if self.lfu is None:
+                self.access[key] = self.clock.lru
+            else:
+                self.lfu.hit(self.access, key)
+        return v
+
+    def peek(self, key: bytes) -> Any:
+        """The live value of key without recording a use (LOOKUP_NOTOUCH)."""
         v = self.data.get(key)
         if v is not None and self.expires and key in self.expires:
             if self.expires[key] < self.clock.ms():
@@ -112,6 +135,10 @@ class Db:
             self._expire(key)
             return None
         if type(v) is Hash:
+            if self.lfu is None:
+                self.access[key] = self.clock.lru
+            else:
+                self.lfu.hit(self.access, key)
             return v
         raise wrongtype()
 
@@ -123,6 +150,10 @@ class Db:
             self._expire(key)
             return None
         if type(v) is ZSet:
+            if self.lfu is None:
+                self.access[key] = self.clock.lru
+            else:
+                self.lfu.hit(self.access, key)
             return v
         raise wrongtype()
 
@@ -135,6 +166,10 @@ class Db:
             return None
         t = type(v)
         if t is bytes or t is bytearray:
+            if self.lfu is None:
+                self.access[key] = self.clock.lru
+            else:
+                self.lfu.hit(self.access, key)
             return v
         raise wrongtype()
 
@@ -173,6 +208,12 @@ class Db:
         self.data[key] = value
         if type(value) is Hash and value.ttl is not None:
             self.track_fields(key, min(value.ttl.values()))
+        if self.lfu is None:
+            self.access[key] = self.clock.lru
+        elif key in self.access:
+            self.lfu.hit(self.access, key)
+        else:
+            self.access[key] = self.lfu.fresh()
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.signalled:
@@ -193,6 +234,7 @@ class Db:
         self.data[key] = value
         if type(value) is Hash and value.ttl is not None:
             self.track_fields(key, min(value.ttl.values()))
+        self.access[key] = self.clock.lru if self.lfu is None else self.lfu.fresh()
         if self.signalled and signal:
             self._signal(key)
         if self.blocking:
@@ -239,6 +281,7 @@ class Db:
         if self.get(key) is None:
             return False
         del self.data[key]
+        self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
         if self.signalled:
@@ -295,6 +338,7 @@ class Db:
         self._heap = []
         self.volatile = {}
         self._fheap = []
+        self.access = {}
         return n
 
     def _expire(self, key: bytes) -> None:
@@ -303,6 +347,7 @@ class Db:
         self.expired_count += 1
         del self.data[key]
         del self.expires[key]
+        self.access.pop(key, None)
         if self.events:
             self.events.emit(self, b"expired", key)
         if self.on_expire is not None:
@@ -403,6 +448,15 @@ class Db:
             self._fheap = [(t, k) for k, t in self.volatile.items()]
             heapq.heapify(self._fheap)
 
+    def drop_expired_fields(self, value: Any) -> None:
+        """COPY's duplicate of a hash leaves out the fields past their time
+        that still await the sweep, as Valkey's hash dup does; all of them
+        leaves an empty hash, as there."""
+        if type(value) is Hash and value.ttl is not None:
+            now = self.clock.ms()
+            for f in [f for f, t in value.ttl.items() if t < now]:
+                value.drop(f)
+
     def swap_fields(self, other: Db) -> None:
         """SWAPDB: the field-expiry schedule goes with the data."""
         self.volatile, other.volatile = other.volatile, self.volatile
@@ -456,6 +510,7 @@ class Db:
             if gone:
                 del self.data[key]
                 self.expires.pop(key, None)
+                self.access.pop(key, None)
             if self.events:
                 self.events.emit(self, b"hexpired", key)
                 if gone:
@@ -467,6 +522,15 @@ class Db:
             if gone and self.blocking:
                 self._gone(key)
         return removed
+
+    def set_lfu(self, lfu: Lfu | None) -> None:
+        """An LFU policy selected (or left): every key's field starts over
+        in the new form (Valkey reinterprets the old bits, which reads as
+        noise until the keys are used again)."""
+        if (lfu is None) != (self.lfu is None):
+            fresh = self.clock.lru if lfu is None else lfu.fresh()
+            self.access = dict.fromkeys(self.data, fresh)
+        self.lfu = lfu
 
     def next_expiry(self) -> int | None:
         return self._heap[0][0] if self._heap else None

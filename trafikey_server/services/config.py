@@ -370,6 +370,7 @@ def _apply_limits(server: Any, value: int) -> None:
 
 _apply_appendonly = _registered("appendonly")
 _apply_maxmemory = _registered("maxmemory")
+_apply_policy = _registered("maxmemory-policy")
 _apply_min_replicas = _registered("min-replicas")
 _apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
 _apply_obuf = _registered("client-output-buffer-limit")
@@ -598,8 +599,8 @@ def _options() -> list[Option]:
     B("lazyfree-lazy-server-del", True),
     B("lazyfree-lazy-user-del", True),
     B("lazyfree-lazy-user-flush", True),
-    N("lfu-decay-time", 1, 0, 2147483647),
-    N("lfu-log-factor", 10, 0, 2147483647),
+    N("lfu-decay-time", 1, 0, 2147483647, apply=_apply_policy),
+    N("lfu-log-factor", 10, 0, 2147483647, apply=_apply_policy),
     N("list-compress-depth", 0, 0, 2147483647, apply=_apply_limits),
     N("list-max-listpack-size", -2, -2147483648, 2147483647, aliases=("list-max-ziplist-size",),
       apply=_apply_limits),
@@ -612,7 +613,8 @@ def _options() -> list[Option]:
     M("maxmemory", 0, 0, 18446744073709551615, apply=_apply_maxmemory),
     N("maxmemory-eviction-tenacity", 10, 0, 100),
     E("maxmemory-policy", "noeviction", ("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
-                                         "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")),
+                                         "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
+      apply=_apply_policy),
     N("maxmemory-samples", 5, 1, 64),
     N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",), apply=_apply_min_replicas),
     N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",), apply=_apply_min_replicas),

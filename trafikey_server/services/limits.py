@@ -7,9 +7,10 @@ soft output-buffer limit from the periodic tick; maxmemory only for commands
 flagged deny-oom, which leave dispatch's fast path while a limit is set
 (``apply_maxmemory``), so that the common request pays nothing.
 
-Used memory is the process's resident set size (``/proc/self/statm``), the
-figure INFO reports as used_memory, sampled on every tick and whenever
-maxmemory is set; there is no eviction, every policy refuses as noeviction.
+Used memory is the dataset as Valkey counts it (memory.py): while a limit
+is set it is tracked on every write, and each command off the fast path
+first runs the evictions the policy allows (Valkey's processCommand), then
+is refused as OOM if it is deny-oom and nothing more could be evicted.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..util.memory import rss as _rss
 from .config import register_apply
+from .memory import EVICT_FAIL
 
 if TYPE_CHECKING:
     from ..network.connection import Connection
@@ -177,16 +178,22 @@ SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fc
 
 
 def apply_maxmemory(server: Server, value: int) -> None:
-    """While a limit is set, deny-oom commands leave the fast path (a table
-    of the server's own), so the check costs nothing without one; so do
+    """While a limit is set, used memory is tracked on every write
+    (memory.py) and deny-oom commands leave the fast path (a table of the
+    server's own), so neither costs anything without one; so do
     write commands while min-replicas-to-write refuses them (``noreplicas``),
     and the script commands under either."""
     server.maxmemory = value
+    memory = server.memory
+    if value:
+        memory.start()
+        memory.after_limit_set()
+    else:
+        memory.stop()
+        memory.oom = False
     base = server.base_table
     noreplicas = server.noreplicas
     if value or noreplicas:
-        if value:
-            server.used_memory = _rss()
         table = copy.copy(base)
         table.fast = {k: v for k, v in base.fast.items()
                       if not ((value and v.denyoom) or (noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
@@ -226,8 +233,12 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
                 qw, qd = q.write, q.denyoom
             write = write or qw
             denyoom = denyoom or qd
-    if oom and denyoom and server.maxmemory and server.used_memory > server.maxmemory:
-        return OOM
+    if oom and server.maxmemory:
+        # performEvictions before every command; its verdict is also the
+        # state a script's first write is judged by (pre_command_oom_state).
+        out = server.memory.oom = server.memory.perform_evictions() == EVICT_FAIL
+        if out and denyoom:
+            return OOM
     if write and server.noreplicas:
         return NOREPLICAS
     return None
@@ -239,10 +250,10 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
 def cron(server: Server) -> None:
     """Once a second: idle clients past ``timeout`` are closed, the soft
     output-buffer limit is re-checked for clients that have not read, and
-    used memory is sampled while maxmemory is set."""
+    evictions run while maxmemory is set and used memory is over it."""
     now = time.time()
     if server.maxmemory:
-        server.used_memory = _rss()
+        server.memory.perform_evictions()
     timeout = server.config.values["timeout"]
     if timeout:
         for cid, c in list(server.clients.items()):

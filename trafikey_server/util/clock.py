@@ -12,11 +12,15 @@ import time
 
 
 class Clock:
-    __slots__ = ("offset_ms", "frozen_ms")
+    __slots__ = ("offset_ms", "frozen_ms", "lru")
 
     def __init__(self) -> None:
         self.offset_ms = 0
         self.frozen_ms: int | None = None
+        # Valkey's LRU clock, in seconds: the time a key lookup records
+        # (keyspace/access.py); the periodic tick keeps it current, as
+        # serverCron keeps server.lruclock.
+        self.lru = time.time_ns() // 1_000_000_000
 
     def ms(self) -> int:
         if self.frozen_ms is not None:

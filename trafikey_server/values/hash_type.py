@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import (
@@ -41,7 +42,7 @@ def _copy(v: Hash) -> Hash:
 
 
 def _memory(v: Hash, samples: int) -> int:
-    items = list(v.items())[:samples]
+    items = list(islice(v.items(), samples))
     per = sum(alloc_size(sds_size(len(f))) + alloc_size(sds_size(len(x))) + 16 for f, x in items) / max(len(items), 1)
     return 64 + int(per * len(v))
 

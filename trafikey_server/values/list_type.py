@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import (
@@ -330,7 +331,7 @@ def _copy(v: List) -> List:
 def _memory(v: List, samples: int) -> int:
     if not v.big:
         return alloc_size(v.size)
-    sample = list(v)[:samples] if samples else list(v)
+    sample = list(islice(v, samples)) if samples else list(v)
     per = sum(entry_size(e) for e in sample) / max(len(sample), 1)
     return 48 + int(per * len(v)) + 32 * (1 + len(v) // 128)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from itertools import pairwise
+from itertools import islice, pairwise
 from random import randrange
 from typing import TYPE_CHECKING, Any
 
@@ -175,7 +175,7 @@ def _memory(v: SetValue, samples: int) -> int:
         return alloc_size(8 + width * len(v))
     if v.enc == LISTPACK:
         return alloc_size(7 + sum(len(m) + 2 for m in v))
-    members = list(v)[:samples]
+    members = list(islice(v, samples))
     per = sum(alloc_size(sds_size(len(m))) + 8 for m in members) / max(len(members), 1)
     return 64 + int(per * len(v))
 

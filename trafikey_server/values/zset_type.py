@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy as _copy_module
 import math
 from collections.abc import Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import (
@@ -43,7 +44,7 @@ def _copy(v: ZSet) -> ZSet:
 
 
 def _memory(v: ZSet, samples: int) -> int:
-    members = list(v.scores)[:samples]
+    members = list(islice(v.scores, samples))
     per = sum(alloc_size(sds_size(len(m))) + 8 + 48 for m in members) / max(len(members), 1)
     return 128 + int(per * len(v))
 

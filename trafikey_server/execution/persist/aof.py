@@ -166,6 +166,14 @@ class Aof:
         if not self.scheduled:
             self._schedule()
 
+    def alone(self, dbid: int, argv: list[bytes]) -> None:
+        """A deletion outside any command (an eviction): logged on its own,
+        never inside the unit of the command that caused it."""
+        if self.unit and self.depth == 0:
+            self._close_loose()
+        self.unit.append((dbid, argv))
+        self.close_unit()
+
     def begin(self) -> None:
         """A transaction or a script starts: its effects form one unit."""
         if self.depth == 0 and self.unit:

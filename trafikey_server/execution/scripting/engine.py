@@ -395,8 +395,7 @@ class Engine:
                 server = self.server
                 if server.noreplicas:
                     return self._refuse(cmd, NOREPLICAS)
-                if (cmd.denyoom and server.maxmemory and not run.allow_oom
-                        and server.used_memory > server.maxmemory):
+                if cmd.denyoom and server.maxmemory and not run.allow_oom and server.memory.oom:
                     return self._refuse(cmd, OOM)
             run.dirty = True
         if self.server.slot_checks and cmd.key_specs:
