@@ -24,7 +24,7 @@ import pytest
 from helpers.aof_util import logged_runs, without_select
 from helpers.keyevents import Watched, frame_parts
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 MARGIN = 40 * 1024
@@ -32,10 +32,8 @@ MARGIN = 40 * 1024
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v, t = start_valkey(), start_trafikey()
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 def _reset(w: Wire) -> None:

@@ -12,15 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v, t = start_valkey(), start_trafikey()
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 class Twin:

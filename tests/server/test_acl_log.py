@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import hiredis
 import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 _MASKED = (b"age-seconds", b"timestamp-created", b"timestamp-last-updated")
 _MASKED_INFO = (b"id", b"addr", b"laddr", b"fd", b"age", b"idle", b"rbs", b"rbp", b"tot-mem")
@@ -25,10 +25,8 @@ _MASKED_INFO = (b"id", b"addr", b"laddr", b"fd", b"age", b"idle", b"rbs", b"rbp"
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v, t = start_valkey(), start_trafikey()
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 class Twin:
