@@ -432,3 +432,31 @@ def test_evictions_are_logged_as_unlink() -> None:
 
     assert shape(t.log) == shape(v.log)
     assert sorted(c[1] for c in t.log if c[0].lower() == b"unlink") == [b"asdf1", b"asdf2", b"asdf3", b"asdf4", b"x"]
+
+
+@pytest.mark.parametrize("policy", ["volatile-random", "volatile-lru"])
+def test_a_read_evicts_before_its_reply_after_earlier_evictions(both: list[Wire], policy: str) -> None:
+    """Valkey evicts before any command, a read too, and a tracking client
+    hears of an evicted key before that command's reply (Valkey's
+    tracking unit). Keys evicted by an earlier round must not hide the
+    keys written since from the next one."""
+    got = []
+    for w in both:
+        limit_at(w, policy, 100 * 1024)
+        # A first round: one volatile key written, then evicted.
+        assert w.call("SET", "old", "x", "EX", "10000") == b"+OK\r\n"
+        assert w.call("SETBIT", "big1", "1600000", "0") == b":0\r\n"
+        assert w.call("EXISTS", "old") == b":0\r\n"
+        assert w.call("DEL", "big1") == b":1\r\n"
+        # The second round, as the unit runs it: a new volatile key,
+        # tracked, then too much memory, then a read.
+        assert w.call("HELLO", "3").startswith(b"%")
+        assert w.call("CLIENT", "TRACKING", "on") == b"+OK\r\n"
+        assert w.call("SETEX", "volatile-key", "10000", "x") == b"+OK\r\n"
+        assert w.call("GET", "volatile-key") == b"$1\r\nx\r\n"
+        assert w.call("SETBIT", "big2", "1600000", "0") == b":0\r\n"
+        got.append(w.call("GETBIT", "big2", "0"))
+        got.append(w.read_reply())
+        assert w.call("CLIENT", "TRACKING", "off") == b"+OK\r\n"
+        assert w.call("HELLO", "2").startswith(b"*")
+    assert got[0:2] == got[2:4] == [b">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n", b":0\r\n"]

@@ -179,10 +179,12 @@ SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fc
 
 def apply_maxmemory(server: Server, value: int) -> None:
     """While a limit is set, used memory is tracked on every write
-    (memory.py) and deny-oom commands leave the fast path (a table of the
-    server's own), so neither costs anything without one; so do
-    write commands while min-replicas-to-write refuses them (``noreplicas``),
-    and the script commands under either."""
+    (memory.py) and every command leaves the fast path (a table of the
+    server's own): Valkey runs its evictions before any command, a read
+    included, so that what a command frees is invalidated before its reply.
+    Neither costs anything without a limit. Write commands leave the fast
+    path too while min-replicas-to-write refuses them (``noreplicas``), and
+    the script commands under either."""
     server.maxmemory = value
     memory = server.memory
     if value:
@@ -195,8 +197,8 @@ def apply_maxmemory(server: Server, value: int) -> None:
     noreplicas = server.noreplicas
     if value or noreplicas:
         table = copy.copy(base)
-        table.fast = {k: v for k, v in base.fast.items()
-                      if not ((value and v.denyoom) or (noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
+        table.fast = {} if value else {k: v for k, v in base.fast.items()
+                                       if not ((noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
         server.table = table
     else:
         server.table = base
@@ -236,7 +238,17 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
     if oom and server.maxmemory:
         # performEvictions before every command; its verdict is also the
         # state a script's first write is judged by (pre_command_oom_state).
-        out = server.memory.oom = server.memory.perform_evictions() == EVICT_FAIL
+        memory = server.memory
+        evicted = memory.evicted_keys
+        out = memory.oom = memory.perform_evictions() == EVICT_FAIL
+        if memory.evicted_keys != evicted and c.out is not None:
+            # The client hears of keys evicted for its command before the
+            # command's reply, as Valkey sends them (its own tracking
+            # invalidations included, which otherwise wait for the reply).
+            server.tracking.flush_pending(c)
+            if c.pushed:
+                c.out.extend(c.pushed)
+                c.pushed = None
         if out and denyoom:
             return OOM
     if write and server.noreplicas:

@@ -99,8 +99,15 @@ class _Sampler:
             keys = self.keys = list(src)
             self.served = 0
         self.served += k
+        if n <= k:
+            return list(src)
         if len(keys) <= k:
-            return [key for key in keys if key in src]
+            found = [key for key in keys if key in src]
+            if found:
+                return found
+            # A small snapshot of keys all gone since: take it again.
+            keys = self.keys = list(src)
+            self.served = k
         for _ in range(2):
             # Spread picks: the dict's order is the order of writes, which
             # a run of neighbours would mirror (Valkey's buckets are hashed).
