@@ -65,7 +65,7 @@ LIBRARIES: dict[str, Library] = {
             requirements=(
                 "redis[hiredis]==4.6.0", "dirty-equals==0.11", "msgpack==1.1.2", "pydantic==2.12.5",
                 "pytest==8.4.2", "pytest-asyncio==0.23.6", "pytest-mock==3.15.1", "pytest-timeout==2.4.0",
-                "pytz", "tzdata",
+                "pytz", "tzdata", "watchfiles",
             ),
             paths=("tests",),
             shims=("testcontainers",),
@@ -77,7 +77,8 @@ LIBRARIES: dict[str, Library] = {
             name="kombu",
             dist="kombu",
             version="5.7.0",
-            requirements=("redis==8.1.0", "hypothesis", *PYTEST),
+            requirements=("redis==8.1.0", "hypothesis<7", "pytest-freezer==0.4.9", "pytest==9.1.1",
+                          "pytest-timeout==2.4.0"),
             paths=("t/integration/test_redis.py", "t/integration/test_redis_brpop_qos.py"),
             env={"REDIS_HOST": "{host}", "REDIS_6379_TCP": "{port}"},
             subset=("t/integration/test_redis.py",),
@@ -88,7 +89,12 @@ LIBRARIES: dict[str, Library] = {
             name="redis-py",
             dist="redis",
             version="8.1.0",
-            requirements=("pytest-asyncio==1.2.0", "numpy", "packaging", *PYTEST),
+            # dev_requirements.txt of the sdist, the parts its tests import
+            requirements=(
+                "pytest-asyncio==1.2.0", "numpy", "packaging", "ujson", "uvloop<=0.21.0", "click==8.3.3",
+                "invoke==2.2.0", "redis-entraid==1.2.1", "pybreaker", "aiohttp", "xxhash==3.6.0",
+                "opentelemetry-api", "opentelemetry-sdk", *PYTEST,
+            ),
             paths=("tests",),
             pytest_args=(
                 "--redis-url={url}",

@@ -195,7 +195,6 @@ def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt:
     env["VIRTUAL_ENV"] = str(venv)
     env["COMPAT_HOST"] = host
     env["COMPAT_PORT"] = str(port)
-    env["REDIS_URL"] = f"redis://{host}:{port}/0"
     if lib.shims:
         env["PYTHONPATH"] = os.pathsep.join(str(SHIMS / s) for s in lib.shims)
     for k, v in lib.env.items():
