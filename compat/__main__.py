@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"results: {out}")
     status = 0
     for r in results:
+        if r["no_tests_ran"]:
+            print(f"{r['library']}: no test ran against {', '.join(r['no_tests_ran'])}", file=sys.stderr)
+            status = 1
         unlisted = [t for t in r["gap"] if (r["library"], t) not in known]
         if unlisted:
             print(f"{r['library']}: {len(unlisted)} tests pass on Valkey and fail here, unlisted", file=sys.stderr)

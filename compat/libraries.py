@@ -93,7 +93,7 @@ LIBRARIES: dict[str, Library] = {
             requirements=(
                 "pytest-asyncio==1.2.0", "numpy", "packaging", "ujson", "uvloop<=0.21.0", "click==8.3.3",
                 "invoke==2.2.0", "redis-entraid==1.2.1", "pybreaker", "aiohttp", "xxhash==3.6.0",
-                "opentelemetry-api", "opentelemetry-sdk", *PYTEST,
+                "opentelemetry-api", "opentelemetry-sdk", "coverage<7.11.1", *PYTEST,
             ),
             paths=("tests",),
             pytest_args=(

@@ -229,6 +229,7 @@ def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool,
     out.mkdir(parents=True, exist_ok=True)
     paths = lib.subset if subset and lib.subset else lib.paths
     per_server: dict[str, Outcomes] = {}
+    broken: list[str] = []  # servers against which the suite ran no test at all (see the pytest log)
     for kind in SERVERS:
         oc = Outcomes()
         oc.add(run_once(lib, kind, src, venv, out, 0, paths, netns, run_timeout))
@@ -238,6 +239,8 @@ def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool,
                 break
             oc.add(run_once(lib, kind, src, venv, out, attempt, paths, netns, run_timeout))
         per_server[kind] = oc
+        if not oc.attempts:
+            broken.append(kind)
     v, t = per_server["valkey"], per_server["trafikey"]
     valkey_flaky = v.flaky()
     gap = sorted(x for x in v.passed() - t.passed() if x not in valkey_flaky)
@@ -246,7 +249,7 @@ def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool,
         "paths": list(paths),
         "cases": len(set(v.attempts) | set(t.attempts)),
         "passed_valkey": len(v.passed()), "passed_trafikey": len(t.passed()),
-        "gap": gap,
+        "gap": gap, "no_tests_ran": broken,
         "flaky_valkey": sorted(valkey_flaky), "flaky_trafikey": sorted(t.flaky()),
         "passed_trafikey_not_valkey": sorted(t.passed() - v.passed()),
         "outcomes": {k: o.to_json() for k, o in per_server.items()},
