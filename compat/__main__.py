@@ -25,9 +25,12 @@ ROW = re.compile(r"^\|\s*([\w.-]+)\s*\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*$")
 def known_failures() -> dict[tuple[str, str], str]:
     """The tests that cannot pass for a reason of the library's own,
     (library, test id) -> reason, from docs/compatibility.md."""
-    if not KNOWN.exists():
-        return {}
-    text = KNOWN.read_text()
+    return parse_known(KNOWN.read_text()) if KNOWN.exists() else {}
+
+
+def parse_known(text: str) -> dict[tuple[str, str], str]:
+    """The rows of the table between the library-failures markers; the
+    document's other tables are not read."""
     start, end = text.find("<!-- library-failures:begin -->"), text.find("<!-- library-failures:end -->")
     if start < 0 or end < start:
         return {}
