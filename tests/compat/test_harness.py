@@ -1,0 +1,64 @@
+"""The library harness's own bookkeeping (python3 -m compat): how it reads
+pytest's JUnit XML, counts reruns, and reads the list of tests that fail for
+a library's own reason. Running the suites themselves needs PyPI and minutes
+per library, so it is a command of its own, not part of this suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compat.__main__ import known_failures, parse_known
+from compat.runner import Outcomes, parse_junit
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="tests.test_a.TestA" name="test_ok" time="0.1"/>
+<testcase classname="tests.test_a.TestA" name="test_bad" time="0.1"><failure message="boom">x</failure></testcase>
+<testcase classname="tests.test_a.TestA" name="test_skip" time="0"><skipped message="no pg">s</skipped></testcase>
+<testcase classname="tests.test_b" name="test_teardown[1]" time="0.1"/>
+<testcase classname="tests.test_b" name="test_teardown[1]" time="0.1"><error message="teardown">e</error></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_junit_outcomes_keep_the_worse_of_a_doubled_case(tmp_path: Path) -> None:
+    p = tmp_path / "r.xml"
+    p.write_text(JUNIT)
+    assert parse_junit(p) == {
+        "tests.test_a.TestA::test_ok": "passed",
+        "tests.test_a.TestA::test_bad": "failed",
+        "tests.test_a.TestA::test_skip": "skipped",
+        "tests.test_b::test_teardown[1]": "error",
+    }
+
+
+def test_a_test_passing_on_a_rerun_is_flaky_and_passes() -> None:
+    oc = Outcomes()
+    oc.add({"a": "passed", "b": "failed", "c": "error", "d": "skipped"})
+    oc.add({"b": "passed", "c": "failed"})
+    oc.add({"c": "failed"})
+    assert oc.passed() == {"a", "b"}
+    assert oc.flaky() == {"b"}
+    assert oc.final("c") == "failed"
+    assert oc.final("d") == "skipped"
+
+
+DOC = """| command | why |
+|---|---|
+| other | `not-an-entry` | of another table |
+<!-- library-failures:begin -->
+| library | test | reason |
+|---|---|---|
+| huey | `huey.tests.test_x.T::test_y` | needs a module |
+<!-- library-failures:end -->
+| rq | `after::the_end` | not an entry either |
+"""
+
+
+def test_known_failures_come_from_their_table_only() -> None:
+    assert parse_known(DOC) == {("huey", "huey.tests.test_x.T::test_y"): "needs a module"}
+    assert parse_known(DOC.replace("<!-- library-failures:begin -->", "")) == {}
+    known = known_failures()
+    assert all(lib and tid and reason for (lib, tid), reason in known.items())
+    text = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
+    assert "<!-- library-failures:begin -->" in text and "<!-- library-failures:end -->" in text
