@@ -131,3 +131,38 @@ def wait_blocked(w: Wire, n: int = 1, timeout: float = 5.0) -> None:
     while blocked_clients(w) != n:
         assert time.monotonic() < deadline, f"never {n} blocked clients"
         time.sleep(0.005)
+
+
+class Twin:
+    """Numbered connections to Valkey and to trafikey-server, each opened in
+    ``proto``'s RESP; ``check`` sends one request on connection ``n`` of each
+    and demands identical replies."""
+
+    def __init__(self, valkey_port: int, trafikey_port: int, proto: int = 2) -> None:
+        self.ports = (valkey_port, trafikey_port)
+        self.proto = proto
+        self.conns: dict[int, tuple[Wire, Wire]] = {}
+
+    def conn(self, n: int) -> tuple[Wire, Wire]:
+        if n not in self.conns:
+            pair = (Wire(self.ports[0]), Wire(self.ports[1]))
+            if self.proto == 3:
+                for w in pair:
+                    w.call("HELLO", "3")
+            self.conns[n] = pair
+        return self.conns[n]
+
+    def check(self, n: int, *args: object) -> bytes:
+        wv, wt = self.conn(n)
+        rv, rt = wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
+        assert rt == rv, f"conn {n} {args!r}\n valkey:   {rv!r}\n trafikey: {rt!r}"
+        return rv
+
+    def both(self, n: int, *args: object) -> tuple[bytes, bytes]:
+        wv, wt = self.conn(n)
+        return wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        for wv, wt in self.conns.values():
+            wv.close()
+            wt.close()

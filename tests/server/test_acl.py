@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.resp_wire import Wire
+from helpers.resp_wire import Twin
 from helpers.servers import Proc, own_pair
 
 
@@ -21,41 +21,12 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
         yield pair
 
 
-class Twin:
-    """Numbered connections to both servers; ``check`` sends one request on
-    connection ``n`` of each and demands identical replies."""
-
-    def __init__(self, v: Proc, t: Proc) -> None:
-        self.ports = (v.port, t.port)
-        self.conns: dict[int, tuple[Wire, Wire]] = {}
-
-    def conn(self, n: int) -> tuple[Wire, Wire]:
-        if n not in self.conns:
-            self.conns[n] = (Wire(self.ports[0]), Wire(self.ports[1]))
-        return self.conns[n]
-
-    def check(self, n: int, *args: object) -> bytes:
-        wv, wt = self.conn(n)
-        rv, rt = wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
-        assert rt == rv, f"conn {n} {args!r}\n valkey:   {rv!r}\n trafikey: {rt!r}"
-        return rv
-
-    def both(self, n: int, *args: object) -> tuple[bytes, bytes]:
-        wv, wt = self.conn(n)
-        return wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        for wv, wt in self.conns.values():
-            wv.close()
-            wt.close()
-
-
 @pytest.fixture
 def twin(servers: tuple[Proc, Proc]) -> Iterator[Twin]:
-    tw = Twin(*servers)
+    tw = Twin(servers[0].port, servers[1].port)
     yield tw
     tw.close()
-    admin = Twin(*servers)
+    admin = Twin(servers[0].port, servers[1].port)
     users = admin.conn(0)
     for w in users:
         names = [n for n in _bulks(w.call("ACL", "USERS")) if n != b"default"]

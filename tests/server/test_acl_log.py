@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
-from helpers.resp_wire import Wire
+from helpers.resp_wire import Twin, Wire
 from helpers.servers import Proc, own_pair
 
 _MASKED = (b"age-seconds", b"timestamp-created", b"timestamp-last-updated")
@@ -29,38 +29,13 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
         yield pair
 
 
-class Twin:
-    """Numbered connections to both servers (0 is the admin's)."""
-
-    def __init__(self, servers: tuple[Proc, Proc], proto: int) -> None:
-        self.ports = (servers[0].port, servers[1].port)
-        self.proto = proto
-        self.conns: dict[int, tuple[Wire, Wire]] = {}
-
-    def conn(self, n: int) -> tuple[Wire, Wire]:
-        if n not in self.conns:
-            pair = (Wire(self.ports[0]), Wire(self.ports[1]))
-            if self.proto == 3:
-                for w in pair:
-                    w.call("HELLO", "3")
-            self.conns[n] = pair
-        return self.conns[n]
-
-    def check(self, n: int, *args: object) -> bytes:
-        wv, wt = self.conn(n)
-        rv, rt = wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
-        assert rt == rv, f"conn {n} {args!r}\n valkey:   {rv!r}\n trafikey: {rt!r}"
-        return rv
+class LogTwin(Twin):
+    """A Twin that also compares ACL LOG, masking what differs by nature."""
 
     def log(self, *extra: object) -> None:
         """ACL LOG on both, equal but for the masked fields."""
         wv, wt = self.conn(0)
         assert _masked(wt.call("ACL", "LOG", *extra)) == _masked(wv.call("ACL", "LOG", *extra))  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        for wv, wt in self.conns.values():
-            wv.close()
-            wt.close()
 
 
 def _masked(reply: bytes) -> list:
@@ -83,8 +58,8 @@ def _masked(reply: bytes) -> list:
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def twin(request: pytest.FixtureRequest, servers: tuple[Proc, Proc]) -> Iterator[Twin]:
-    tw = Twin(servers, request.param)
+def twin(request: pytest.FixtureRequest, servers: tuple[Proc, Proc]) -> Iterator[LogTwin]:
+    tw = LogTwin(servers[0].port, servers[1].port, request.param)
     tw.check(0, "ACL", "LOG", "RESET")
     tw.check(0, "ACL", "SETUSER", "alice", "on", ">pw", "~k*", "%R~r*", "&ch*", "+get", "+set", "+lpush",
              "+multi", "+exec", "+eval", "+fcall", "+publish", "+subscribe", "+ping", "+auth", "+hello")
@@ -96,11 +71,11 @@ def twin(request: pytest.FixtureRequest, servers: tuple[Proc, Proc]) -> Iterator
     tw.close()
 
 
-def _as_alice(tw: Twin, n: int) -> None:
+def _as_alice(tw: LogTwin, n: int) -> None:
     tw.check(n, "AUTH", "alice", "pw")
 
 
-def test_denials_at_top_level_and_grouping(twin: Twin) -> None:
+def test_denials_at_top_level_and_grouping(twin: LogTwin) -> None:
     _as_alice(twin, 1)
     for step in [("GET", "other"), ("GET", "other"), ("GET", "other2"), ("SET", "rkey", "v"), ("GET", "rkey"),
                  ("LPUSH", "k1", "x"), ("DEL", "k1"), ("DEL", "k1"), ("CONFIG", "GET", "port"),
@@ -114,7 +89,7 @@ def test_denials_at_top_level_and_grouping(twin: Twin) -> None:
     twin.log("2")
 
 
-def test_authentication_failures(twin: Twin) -> None:
+def test_authentication_failures(twin: LogTwin) -> None:
     for step in [("AUTH", "alice", "bad"), ("AUTH", "alice", "bad"), ("auth", "nobody", "x"),
                  ("HELLO", "2", "AUTH", "alice", "worse"), ("hello", "3", "auth", "nobody", "x"),
                  ("AUTH", "alice", "pw")]:
@@ -125,7 +100,7 @@ def test_authentication_failures(twin: Twin) -> None:
     twin.log()
 
 
-def test_transactions(twin: Twin) -> None:
+def test_transactions(twin: LogTwin) -> None:
     _as_alice(twin, 1)
     twin.check(1, "MULTI")
     twin.check(1, "GET", "other")  # refused while queued: context multi
@@ -139,7 +114,7 @@ def test_transactions(twin: Twin) -> None:
     twin.log()
 
 
-def test_scripts(twin: Twin) -> None:
+def test_scripts(twin: LogTwin) -> None:
     twin.check(0, "FUNCTION", "LOAD", "#!lua name=al\nserver.register_function('f', function(keys, args) "
                                       "return server.pcall('get', keys[1]) end)")
     _as_alice(twin, 1)
@@ -151,7 +126,7 @@ def test_scripts(twin: Twin) -> None:
     twin.log()
 
 
-def test_max_len_and_reset(twin: Twin) -> None:
+def test_max_len_and_reset(twin: LogTwin) -> None:
     _as_alice(twin, 1)
     twin.check(0, "CONFIG", "SET", "acllog-max-len", "2")
     for key in ("a", "b", "c", "a"):
@@ -171,7 +146,7 @@ def test_max_len_and_reset(twin: Twin) -> None:
     twin.log()
 
 
-def test_refusals(twin: Twin) -> None:
+def test_refusals(twin: LogTwin) -> None:
     _as_alice(twin, 1)
     twin.check(1, "GET", "x")
     for step in [("ACL", "LOG", "x"), ("ACL", "LOG", "1.5"), ("ACL", "LOG", "1", "2"),
@@ -189,7 +164,7 @@ def _counters(w: Wire) -> list[bytes]:
     return [line for line in w.call("INFO", "stats").split(b"\r\n") if line.startswith(b"acl_access_denied_")]
 
 
-def test_info_counters(twin: Twin) -> None:
+def test_info_counters(twin: LogTwin) -> None:
     """INFO stats' acl_access_denied_* grow as Valkey's do (the servers
     have seen the same denials since they started)."""
     wv, wt = twin.conn(0)
