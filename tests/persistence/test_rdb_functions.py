@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
@@ -51,6 +51,27 @@ def _fill(port: int) -> None:
     r.set("k", "v")
 
 
+def _saved(start: Callable[[str], Proc], d: str) -> list:
+    """Libraries and a key written on a server started in d, saved there;
+    the FUNCTION LIST it saved them with."""
+    p = start(d)
+    try:
+        _fill(p.port)
+        assert redis.Redis(port=p.port).save()
+        return _functions(p.port)
+    finally:
+        p.stop()
+
+
+def _loaded(start: Callable[[str], Proc], d: str, expected: list) -> None:
+    """A server started on d's file has those libraries, and they run."""
+    p = start(d)
+    try:
+        _check_loaded(p.port, expected)
+    finally:
+        p.stop()
+
+
 def _check_loaded(port: int, expected: list) -> None:
     r = redis.Redis(port=port)
     assert _functions(port) == expected
@@ -64,36 +85,15 @@ def test_a_snapshot_carries_libraries_to_the_other_server(dirs: tuple[str, str],
     vd, td = dirs
     first, second = (_valkey, _trafikey) if source == "valkey" else (_trafikey, _valkey)
     d1, d2 = (vd, td) if source == "valkey" else (td, vd)
-    p = first(d1)
-    try:
-        _fill(p.port)
-        assert redis.Redis(port=p.port).save()
-        expected = _functions(p.port)
-    finally:
-        p.stop()
+    expected = _saved(first, d1)
     assert len(expected) == 2
     shutil.copy(os.path.join(d1, "dump.rdb"), os.path.join(d2, "dump.rdb"))
-    q = second(d2)
-    try:
-        _check_loaded(q.port, expected)
-    finally:
-        q.stop()
+    _loaded(second, d2, expected)
 
 
 def test_restart_keeps_libraries(dirs: tuple[str, str]) -> None:
     _, td = dirs
-    p = _trafikey(td)
-    try:
-        _fill(p.port)
-        assert redis.Redis(port=p.port).save()
-        expected = _functions(p.port)
-    finally:
-        p.stop()
-    p = _trafikey(td)
-    try:
-        _check_loaded(p.port, expected)
-    finally:
-        p.stop()
+    _loaded(_trafikey, td, _saved(_trafikey, td))
 
 
 def _reload_steps(port: int) -> list:
