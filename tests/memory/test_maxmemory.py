@@ -167,22 +167,27 @@ def test_volatile_ttl_evicts_the_shortest_ttls_first(both: list[Wire]) -> None:
         assert short < 0.8 * half, survivors  # the short ones go first
 
 
-def _wait_idle(w: Wire, key: str) -> None:
-    """Until the key has been idle a second of the LRU clock (its unit)."""
-    end = time.monotonic() + 5
-    while w.call("OBJECT", "IDLETIME", key) == b":0\r\n":
+def _wait_idle(w: Wire, key: str, seconds: int = 1) -> None:
+    """Until the key has been idle that many seconds of the LRU clock (its
+    unit)."""
+    end = time.monotonic() + 5 + seconds
+    while int(w.call("OBJECT", "IDLETIME", key)[1:]) < seconds:
         assert time.monotonic() < end
         time.sleep(0.05)
 
 
 def test_allkeys_lru_keeps_the_keys_being_read(both: list[Wire]) -> None:
+    filled: dict[int, tuple[int, int]] = {}  # port: (cold keys, limit)
     for w in both:
         limit = limit_at(w, "allkeys-lru")
-        n = fill(w, limit, lambda w, i: w.call("SET", f"cold:{i}", "x" * 20))
-        # The hot keys are written after the cold ones have aged.
+        filled[w.port] = fill(w, limit, lambda w, i: w.call("SET", f"cold:{i}", "x" * 20)), limit
+    # The hot keys are written after every cold one has aged two seconds of
+    # the LRU clock: a hot key read within the last second must never tie
+    # with the youngest cold key (the cause of this test's rare failures).
     for w in both:
-        _wait_idle(w, "cold:0")
+        _wait_idle(w, f"cold:{filled[w.port][0] - 1}", 2)
     for w in both:
+        n, limit = filled[w.port]
         hot = [f"hot:{i}" for i in range(20)]
         for k in hot:
             assert w.call("SET", k, "x" * 20) == b"+OK\r\n"
