@@ -40,6 +40,36 @@ def test_role_of_a_primary_without_replicas(pair23: Pair) -> None:
     _keyspace(pair23)
 
 
+def test_replicaof_no_one_on_a_primary(pair23: Pair) -> None:
+    """A primary answers REPLICAOF / SLAVEOF NO ONE with +OK and stays one;
+    the port of an address is checked before anything else. (No address is
+    sent to Valkey: it would start following it.)"""
+    pair23.check("SET", "k", "v")
+    pair23.check_all(("REPLICAOF", "NO", "ONE"), ("replicaof", "no", "one"), ("SLAVEOF", "No", "oNe"),
+                     ("REPLICAOF", "NO\0x", "ONE\0y"), ("REPLICAOF", "NO ONE"), ("REPLICAOF",),
+                     ("REPLICAOF", "NO", "ONE", "x"), ("REPLICAOF", "127.0.0.1", "x"),
+                     ("REPLICAOF", "127.0.0.1", "65536"), ("SLAVEOF", "127.0.0.1", "-1"),
+                     ("REPLICAOF", "NO", "TWO"), ("SET", "k2", "v2"), ("GET", "k"), ("DBSIZE",))
+    for w in (pair23.v, pair23.t):
+        assert w.call("ROLE").startswith(b"*3\r\n$6\r\nmaster\r\n")
+
+
+def test_replicaof_an_address_is_refused(pair23: Pair) -> None:
+    """This server does not replicate: a valid address is refused and
+    nothing changes (Valkey would start following it, so it is not asked)."""
+    t = pair23.t
+    t.call("FLUSHALL")
+    t.call("SET", "k", "v")
+    for cmd in ("REPLICAOF", "SLAVEOF"):
+        assert t.call(cmd, "127.0.0.1", "6379") == (
+            b"-ERR this server does not replicate: REPLICAOF and SLAVEOF serve only NO ONE, "
+            b"which leaves it the primary it always is\r\n")
+    assert t.call("ROLE").startswith(b"*3\r\n$6\r\nmaster\r\n")
+    assert t.call("SET", "k2", "v") == b"+OK\r\n"
+    assert t.call("DBSIZE") == b":2\r\n"
+    t.call("FLUSHALL")
+
+
 def test_module_list_help_and_syntax(pair23: Pair) -> None:
     pair23.check_all(("MODULE", "LIST"), ("MODULE", "HELP"), ("MODULE", "help"), ("MODULE", "LIST", "x"),
                      ("MODULE", "HELP", "x"), ("MODULE", "FOO"), ("MODULE",), ("MODULE", "UNLOAD"),

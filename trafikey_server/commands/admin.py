@@ -1,6 +1,6 @@
 """Server rows a standalone server answers without the machinery behind them:
 cluster routing words (READONLY, READWRITE, ASKING), ROLE of a primary
-without replicas, and MODULE (no loadable modules here, only the built-in Lua
+without replicas, REPLICAOF NO ONE (already a primary), and MODULE (no loadable modules here, only the built-in Lua
 engine Valkey itself lists)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from ..protocol.args import Args
 from ..protocol.resp import OK, array, bulk
 from ..util.errors import CommandError
 from ..util.parsing import to_int
@@ -38,6 +39,24 @@ def asking(c: Client, argv: list[bytes]) -> bytes:
 def role(c: Client, argv: list[bytes]) -> bytes:
     # A primary that never had a replica: no replication offset, no replicas.
     return b"*3\r\n" + bulk(b"master") + b":0\r\n*0\r\n"
+
+
+_NO_REPLICATION = (b"ERR this server does not replicate: REPLICAOF and SLAVEOF serve only NO ONE, "
+                   b"which leaves it the primary it always is")
+
+
+def replicaof(c: Client, argv: list[bytes]) -> bytes:
+    """REPLICAOF NO ONE is what a client sends to make sure it talks to a
+    primary (failover scripts, client test suites); this server is always
+    one, so it is Valkey's answer to a primary, no-op included. Another
+    address is checked as Valkey checks it, then refused: a replica's
+    stream is not served (docs/compatibility.md)."""
+    a = Args(argv)
+    if a.word() == b"no" and a.peek_word() == b"one":
+        return OK
+    if not 0 <= a.int(b"ERR Invalid master port") <= 65535:
+        raise CommandError(b"ERR Invalid master port")
+    raise CommandError(_NO_REPLICATION)
 
 
 # -- LOLWUT -----------------------------------------------------------------------------
