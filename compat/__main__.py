@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from .libraries import LIBRARIES
-from .runner import ROOT, default_cache, netns_available, run_library
+from .runner import ROOT, default_cache, host_default_port_free, netns_available, run_library
 
 KNOWN = ROOT / "docs" / "compatibility.md"
 # a row of the known-failures table: | library | test id | reason |
@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                          "or <tmp>/trafikey-compat)")
     ap.add_argument("--out", type=Path, default=None, help="results directory (default: <cache>/results/<time>)")
     ap.add_argument("--no-netns", action="store_true",
-                    help="run the servers on free ports of the host instead of localhost:6379 in a network "
-                         "namespace (suites with a fixed address then cannot reach them)")
+                    help="run the servers on the host instead of in a network namespace each: on "
+                         "localhost:6379 when it is free, else on free ports (suites with a fixed address "
+                         "then cannot reach them)")
     ap.add_argument("--run-timeout", type=int, default=3600, help="seconds one pytest run may take")
     args = ap.parse_args(argv)
     names = [n for n in args.libraries.split(",") if n]
@@ -80,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     cache = (args.cache or default_cache()).resolve()
     out = (args.out or cache / "results" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     netns = not args.no_netns and netns_available()
-    if not netns and not args.no_netns:
-        print("no network namespaces here: servers on free host ports", file=sys.stderr)
+    default_port = not netns and host_default_port_free()
+    if not netns:
+        print("servers on the host's " + ("localhost:6379" if default_port else "free ports (6379 is taken)")
+              + (", no network namespaces here" if not args.no_netns else ""), file=sys.stderr)
     known = known_failures()
     results = []
     for name in names:
-        results.append(run_library(LIBRARIES[name], cache, out / name, args.subset, netns, args.run_timeout))
+        results.append(run_library(LIBRARIES[name], cache, out / name, args.subset, netns, args.run_timeout,
+                                   default_port))
         (out / "results.json").write_text(json.dumps(results, indent=1))
     report = markdown(results, known)
     (out / "report.md").write_text(report)

@@ -124,6 +124,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def host_default_port_free() -> bool:
+    """Whether this host's localhost:6379 (the suites' address) can be
+    taken: the fallback where network namespaces are not allowed."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 6379))
+        except OSError:
+            return False
+    return True
+
+
 # ---- one run -----------------------------------------------------------------
 
 @dataclass
@@ -178,10 +189,12 @@ def fill(text: str, host: str, port: int) -> str:
 
 
 def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt: int,
-             paths: tuple[str, ...], netns: bool, run_timeout: int) -> dict[str, str]:
+             paths: tuple[str, ...], netns: bool, run_timeout: int, default_port: bool) -> dict[str, str]:
     """One pytest run of the suite against a fresh server of ``kind``;
-    ``attempt`` > 0 reruns only what failed before (pytest's --lf)."""
-    port = 6379 if netns else free_port()
+    ``attempt`` > 0 reruns only what failed before (pytest's --lf).
+    ``default_port``: the server takes localhost:6379 (always so in a
+    namespace of its own; on the host when that port is free)."""
+    port = 6379 if netns or default_port else free_port()
     host = "127.0.0.1"
     datadir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
     junit = out / f"{kind}-{attempt}.xml"
@@ -223,7 +236,8 @@ def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt:
     return results
 
 
-def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool, run_timeout: int) -> dict:
+def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool, run_timeout: int,
+                default_port: bool = False) -> dict:
     src = fetch_sdist(lib, cache)
     venv = ensure_venv(lib, cache, src)
     out.mkdir(parents=True, exist_ok=True)
@@ -232,12 +246,12 @@ def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool,
     broken: list[str] = []  # servers against which the suite ran no test at all (see the pytest log)
     for kind in SERVERS:
         oc = Outcomes()
-        oc.add(run_once(lib, kind, src, venv, out, 0, paths, netns, run_timeout))
+        oc.add(run_once(lib, kind, src, venv, out, 0, paths, netns, run_timeout, default_port))
         for attempt in range(1, RERUNS + 1):
             failing = [t for t in oc.attempts if oc.final(t) in ("failed", "error")]
             if not failing:
                 break
-            oc.add(run_once(lib, kind, src, venv, out, attempt, paths, netns, run_timeout))
+            oc.add(run_once(lib, kind, src, venv, out, attempt, paths, netns, run_timeout, default_port))
         per_server[kind] = oc
         if not oc.attempts:
             broken.append(kind)
