@@ -9,7 +9,7 @@ its tests are pointed at a server. ``{host}``, ``{port}`` and ``{url}`` in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,29 @@ class Library:
 
 
 PYTEST = ("pytest==8.4.2", "pytest-timeout==2.4.0")
+
+# redis-py's own suite: --redis-url; modules, cluster, sentinel and TLS need
+# servers this harness does not start. Its conftest's --protocol picks RESP2
+# (the default) or RESP3 for every client the tests make.
+REDIS_PY = Library(
+    name="redis-py",
+    dist="redis",
+    version="8.1.0",
+    # dev_requirements.txt of the sdist, the parts its tests import
+    requirements=(
+        "pytest-asyncio==1.2.0", "numpy", "packaging", "ujson", "uvloop<=0.21.0", "click==8.3.3",
+        "invoke==2.2.0", "redis-entraid==1.2.1", "pybreaker", "aiohttp", "xxhash==3.6.0",
+        "opentelemetry-api", "opentelemetry-sdk", "coverage<7.11.1", *PYTEST,
+    ),
+    paths=("tests",),
+    pytest_args=(
+        "--redis-url={url}",
+        "-m", "not onlycluster and not redismod and not ssl and not replica and not onlynoncluster_redismod",
+        "--ignore=tests/test_scenario", "--ignore=tests/test_multidb", "--ignore=tests/test_http",
+    ),
+    subset=("tests/test_commands.py",),
+    timeout=30,
+)
 
 LIBRARIES: dict[str, Library] = {
     lib.name: lib
@@ -83,26 +106,8 @@ LIBRARIES: dict[str, Library] = {
             env={"REDIS_HOST": "{host}", "REDIS_6379_TCP": "{port}"},
             subset=("t/integration/test_redis.py",),
         ),
-        # redis-py's own suite: --redis-url; modules, cluster, sentinel and
-        # TLS need servers this harness does not start.
-        Library(
-            name="redis-py",
-            dist="redis",
-            version="8.1.0",
-            # dev_requirements.txt of the sdist, the parts its tests import
-            requirements=(
-                "pytest-asyncio==1.2.0", "numpy", "packaging", "ujson", "uvloop<=0.21.0", "click==8.3.3",
-                "invoke==2.2.0", "redis-entraid==1.2.1", "pybreaker", "aiohttp", "xxhash==3.6.0",
-                "opentelemetry-api", "opentelemetry-sdk", "coverage<7.11.1", *PYTEST,
-            ),
-            paths=("tests",),
-            pytest_args=(
-                "--redis-url={url}",
-                "-m", "not onlycluster and not redismod and not ssl and not replica and not onlynoncluster_redismod",
-                "--ignore=tests/test_scenario", "--ignore=tests/test_multidb", "--ignore=tests/test_http",
-            ),
-            subset=("tests/test_commands.py",),
-            timeout=30,
-        ),
+        REDIS_PY,
+        replace(REDIS_PY, name="redis-py-resp3", pytest_args=(*REDIS_PY.pytest_args, "--protocol=3"),
+                subset=("tests/test_asyncio/test_commands.py",)),
     )
 }

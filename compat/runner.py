@@ -74,9 +74,10 @@ def fetch_sdist(lib: Library, cache: Path) -> Path:
 
 def ensure_venv(lib: Library, cache: Path, src: Path) -> Path:
     """A virtual environment of the library's own with it and its test
-    requirements installed; rebuilt when the pins change."""
-    venv = cache / "venvs" / f"{lib.name}-{lib.version}"
+    requirements installed; rebuilt when the pins change. Records of one
+    distribution with the same pins (redis-py in RESP2 and RESP3) share it."""
     stamp = json.dumps([lib.version, *lib.requirements])
+    venv = cache / "venvs" / f"{lib.dist}-{lib.version}-{hashlib.sha256(stamp.encode()).hexdigest()[:8]}"
     marker = venv / ".compat-installed"
     if marker.exists() and marker.read_text() == stamp:
         return venv
