@@ -27,6 +27,11 @@ class Library:
     # directories of compat/shims put first on PYTHONPATH: stand-ins for
     # services the suite would start itself (arq starts Redis in a container)
     shims: tuple[str, ...] = ()
+    # a directory of compat/shims whose files are laid over the unpacked
+    # sdist before each run: the project's own stand-ins for test support
+    # files (conftest.py, helpers) that the sdist leaves out; a file the sdist
+    # ships is never replaced
+    overlay: str = ""
     # seconds one test may take before pytest-timeout fails it
     timeout: int = 60
 
@@ -82,6 +87,59 @@ LIBRARIES: dict[str, Library] = {
             paths=("t/integration/test_redis.py", "t/integration/test_redis_brpop_qos.py"),
             env={"REDIS_HOST": "{host}", "REDIS_6379_TCP": "{port}"},
             subset=("t/integration/test_redis.py",),
+        ),
+        # SAQ: no sdist ships tests/helpers.py (queue factories the tests
+        # import), so the overlay supplies one; its PostgreSQL cases skip (no
+        # PostgreSQL here), and so do the HTTP-proxy cases over PostgreSQL.
+        Library(
+            name="saq",
+            dist="saq",
+            version="0.26.4",
+            # setup.py's "dev" extra, the parts its tests import
+            requirements=(
+                "redis==7.4.1", "aiohttp", "aiohttp_basicauth", "psycopg[binary,pool]>=3.2.0", "pandas",
+                "time-machine", "starlette", "httpx", *PYTEST,
+            ),
+            paths=("tests",),
+            overlay="saq",
+            subset=("tests/test_queue.py", "tests/test_job.py"),
+        ),
+        # dramatiq: no sdist ships tests/conftest.py or tests/common.py, so
+        # the overlay supplies the fixtures and helpers. Only the files that
+        # touch Redis are run: the Redis broker, the results and rate-limit
+        # backends (their fixtures give the Redis backends only), the
+        # composition tests that store results, and the CLI (its workers use
+        # a RedisBroker). The StubBroker, RabbitMQ, encoder and file-watching
+        # tests never reach a server.
+        Library(
+            name="dramatiq",
+            dist="dramatiq",
+            version="2.2.1",
+            # the "test" dependency group, and hiredis from "dev"
+            requirements=("redis==8.1.0", "hiredis", "watchdog>=6.0.0", *PYTEST),
+            paths=(
+                "tests/test_redis.py", "tests/test_results.py", "tests/test_composition.py",
+                "tests/test_barrier.py", "tests/test_bucket_rate_limiter.py",
+                "tests/test_concurrent_rate_limiter.py", "tests/test_window_rate_limiter.py",
+                "tests/test_cli.py",
+            ),
+            # its addopts only ask for coverage (pytest-cov, not installed)
+            pytest_args=("-o", "addopts="),
+            overlay="dramatiq",
+            subset=("tests/test_results.py", "tests/test_concurrent_rate_limiter.py", "tests/test_barrier.py"),
+        ),
+        # taskiq-redis: of all its sdists only 0.0.1 to 0.0.4 (2022) ship
+        # tests (the result backend's, over HSET and HMGET); every later one
+        # ships none. Its conftest reads TEST_REDIS_URL. Pinned with the
+        # taskiq, redis client and anyio of its day.
+        Library(
+            name="taskiq-redis",
+            dist="taskiq-redis",
+            version="0.0.4",
+            requirements=("taskiq==0.0.7", "redis==4.3.4", "pydantic<2", "anyio==3.6.1", *PYTEST),
+            paths=("taskiq_redis/tests",),
+            env={"TEST_REDIS_URL": "{url}"},
+            subset=("taskiq_redis/tests",),
         ),
         # redis-py's own suite: --redis-url; modules, cluster, sentinel and
         # TLS need servers this harness does not start.
