@@ -126,7 +126,21 @@ LIBRARIES: dict[str, Library] = {
             # its addopts only ask for coverage (pytest-cov, not installed)
             pytest_args=("-o", "addopts="),
             overlay="dramatiq",
-            subset=("tests/test_results.py", "tests/test_concurrent_rate_limiter.py", "tests/test_barrier.py"),
+            # the results and rate-limit backends whole, and the Redis broker's
+            # cases that take a second or two (not the ones that push 16,000
+            # messages or wait out a reconnect)
+            subset=(
+                "tests/test_results.py", "tests/test_barrier.py", "tests/test_concurrent_rate_limiter.py",
+                "tests/test_bucket_rate_limiter.py",
+                *(f"tests/test_redis.py::test_redis_{t}" for t in (
+                    "actors_can_be_sent_messages", "actors_retry_with_backoff_on_failure",
+                    "actors_can_have_their_messages_delayed", "messages_can_be_dead_lettered",
+                    "messages_belonging_to_missing_actors_are_rejected", "requeues_unhandled_messages_on_shutdown",
+                    "requeues_unhandled_delay_messages_on_shutdown", "broker_can_join_with_timeout",
+                    "broker_can_flush_queues", "broker_can_connect_via_url",
+                    "consumer_nack_does_not_raise_on_missing_id", "join_race_condition",
+                )),
+            ),
         ),
         # taskiq-redis: of all its sdists only 0.0.1 to 0.0.4 (2022) ship
         # tests (the result backend's, over HSET and HMGET); every later one

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.__main__ import known_failures, parse_known, stale_listings
+from compat.__main__ import known_failures, parse_known
 from compat.libraries import LIBRARIES, Library
 from compat.runner import SHIMS, Outcomes, lay_overlay, parse_junit
 
@@ -65,14 +65,6 @@ def test_known_failures_come_from_their_table_only() -> None:
     assert all(lib and tid and reason for (lib, tid), reason in known.items())
     text = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
     assert "<!-- library-failures:begin -->" in text and "<!-- library-failures:end -->" in text
-
-
-def test_a_listed_test_is_stale_once_it_passes_here_or_is_gone() -> None:
-    known = {("saq", "race"): "timing", ("saq", "fixed"): "was broken", ("saq", "renamed"): "old id",
-             ("rq", "other"): "another library's"}
-    result = {"library": "saq", "outcomes": {"trafikey": {
-        "race": ["failed", "failed", "failed"], "fixed": ["failed", "passed"]}}}
-    assert stale_listings(result, known) == ["fixed", "renamed"]
 
 
 def _sdist(tmp_path: Path) -> Path:
