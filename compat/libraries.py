@@ -27,6 +27,11 @@ class Library:
     # directories of compat/shims put first on PYTHONPATH: stand-ins for
     # services the suite would start itself (arq starts Redis in a container)
     shims: tuple[str, ...] = ()
+    # a directory of compat/shims whose files are laid over the unpacked
+    # sdist before each run: the project's own stand-ins for test support
+    # files (conftest.py, helpers) that the sdist leaves out; a file the sdist
+    # ships is never replaced
+    overlay: str = ""
     # seconds one test may take before pytest-timeout fails it
     timeout: int = 60
 
@@ -105,6 +110,78 @@ LIBRARIES: dict[str, Library] = {
             paths=("t/integration/test_redis.py", "t/integration/test_redis_brpop_qos.py"),
             env={"REDIS_HOST": "{host}", "REDIS_6379_TCP": "{port}"},
             subset=("t/integration/test_redis.py",),
+        ),
+        # SAQ: no sdist ships tests/helpers.py (queue factories the tests
+        # import), so the overlay supplies one; its PostgreSQL cases skip (no
+        # PostgreSQL here), and so do the HTTP-proxy cases over PostgreSQL.
+        Library(
+            name="saq",
+            dist="saq",
+            version="0.26.4",
+            # setup.py's "dev" extra, the parts its tests import
+            requirements=(
+                "redis==7.4.1", "aiohttp", "aiohttp_basicauth", "psycopg[binary,pool]>=3.2.0", "pandas",
+                "time-machine", "starlette", "httpx", *PYTEST,
+            ),
+            paths=("tests",),
+            overlay="saq",
+            subset=("tests/test_queue.py", "tests/test_job.py"),
+        ),
+        # dramatiq: no sdist ships tests/conftest.py or tests/common.py, so
+        # the overlay supplies the fixtures and helpers. Only the files that
+        # touch Redis are run: the Redis broker, the results and rate-limit
+        # backends (their fixtures give the Redis backends, not the stub or
+        # memcached ones), the composition tests that store results, and the
+        # CLI and its file watcher (their workers use a RedisBroker). The
+        # StubBroker, RabbitMQ and encoder tests never reach a server.
+        Library(
+            name="dramatiq",
+            dist="dramatiq",
+            version="2.2.1",
+            # the "test" dependency group, hiredis from "dev", and the lowest
+            # watchdog of the "watch" extra: under watchdog 7 the CLI's file
+            # watcher misses the touch test_watch makes, on Valkey as well
+            requirements=("redis==8.1.0", "hiredis", "watchdog==6.0.0", *PYTEST),
+            paths=(
+                "tests/test_redis.py", "tests/test_results.py", "tests/test_composition.py",
+                "tests/test_barrier.py", "tests/test_bucket_rate_limiter.py",
+                "tests/test_concurrent_rate_limiter.py", "tests/test_window_rate_limiter.py",
+                "tests/test_cli.py", "tests/test_watch.py",
+            ),
+            # its addopts only ask for coverage (pytest-cov, not installed)
+            pytest_args=("-o", "addopts="),
+            overlay="dramatiq",
+            # test_redis_dead_lettered_messages_are_cleaned_up pushes 16,000
+            # messages through a worker: about 35 s on an idle machine
+            timeout=180,
+            # the results and rate-limit backends whole, and the Redis broker's
+            # cases that take a second or two (not the ones that push 16,000
+            # messages or wait out a reconnect)
+            subset=(
+                "tests/test_results.py", "tests/test_barrier.py", "tests/test_concurrent_rate_limiter.py",
+                "tests/test_bucket_rate_limiter.py",
+                *(f"tests/test_redis.py::test_redis_{t}" for t in (
+                    "actors_can_be_sent_messages", "actors_retry_with_backoff_on_failure",
+                    "actors_can_have_their_messages_delayed", "messages_can_be_dead_lettered",
+                    "messages_belonging_to_missing_actors_are_rejected", "requeues_unhandled_messages_on_shutdown",
+                    "requeues_unhandled_delay_messages_on_shutdown", "broker_can_join_with_timeout",
+                    "broker_can_flush_queues", "broker_can_connect_via_url",
+                    "consumer_nack_does_not_raise_on_missing_id", "join_race_condition",
+                )),
+            ),
+        ),
+        # taskiq-redis: of all its sdists only 0.0.1 to 0.0.4 (2022) ship
+        # tests (the result backend's, over HSET and HMGET); every later one
+        # ships none. Its conftest reads TEST_REDIS_URL. Pinned with the
+        # taskiq, redis client and anyio of its day.
+        Library(
+            name="taskiq-redis",
+            dist="taskiq-redis",
+            version="0.0.4",
+            requirements=("taskiq==0.0.7", "redis==4.3.4", "pydantic<2", "anyio==3.6.1", *PYTEST),
+            paths=("taskiq_redis/tests",),
+            env={"TEST_REDIS_URL": "{url}"},
+            subset=("taskiq_redis/tests",),
         ),
         REDIS_PY,
         replace(REDIS_PY, name="redis-py-resp3", pytest_args=(*REDIS_PY.pytest_args, "--protocol=3"),

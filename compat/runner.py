@@ -91,6 +91,33 @@ def ensure_venv(lib: Library, cache: Path, src: Path) -> Path:
     return venv
 
 
+OVERLAID = ".compat-overlay"
+
+
+def lay_overlay(lib: Library, src: Path) -> None:
+    """Copy compat/shims/<overlay> over the unpacked sdist. The files laid
+    last time are listed in the sdist's .compat-overlay, so a shim edited
+    since is laid again; a file the sdist itself ships is refused."""
+    if not lib.overlay:
+        return
+    base = SHIMS / lib.overlay
+    manifest = src / OVERLAID
+    ours = set(manifest.read_text().split("\n")) if manifest.exists() else set()
+    files = {f.relative_to(base).as_posix(): f for f in sorted(base.rglob("*"))
+             if f.is_file() and "__pycache__" not in f.parts}
+    for rel in files:
+        if (src / rel).exists() and rel not in ours:
+            raise RuntimeError(f"{lib.name}: the sdist ships {rel}; the overlay must not replace it")
+    laid: list[str] = []
+    for rel, f in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, src / rel)
+        laid.append(rel)
+    for rel in ours - set(laid) - {""}:
+        (src / rel).unlink(missing_ok=True)
+    manifest.write_text("\n".join(laid))
+
+
 # ---- servers -----------------------------------------------------------------
 
 def valkey_binary() -> str:
@@ -241,6 +268,7 @@ def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool,
                 default_port: bool = False) -> dict:
     src = fetch_sdist(lib, cache)
     venv = ensure_venv(lib, cache, src)
+    lay_overlay(lib, src)
     out.mkdir(parents=True, exist_ok=True)
     paths = lib.subset if subset and lib.subset else lib.paths
     per_server: dict[str, Outcomes] = {}

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from compat.__main__ import known_failures, parse_known
-from compat.runner import Outcomes, parse_junit
+from compat.libraries import LIBRARIES, Library
+from compat.runner import SHIMS, Outcomes, lay_overlay, parse_junit
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -62,3 +65,49 @@ def test_known_failures_come_from_their_table_only() -> None:
     assert all(lib and tid and reason for (lib, tid), reason in known.items())
     text = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
     assert "<!-- library-failures:begin -->" in text and "<!-- library-failures:end -->" in text
+
+
+def _sdist(tmp_path: Path) -> Path:
+    src = tmp_path / "lib-1.0"
+    (src / "tests").mkdir(parents=True)
+    (src / "tests" / "test_a.py").write_text("from tests.helpers import x\n")
+    return src
+
+
+def test_the_overlay_adds_the_missing_files_and_follows_the_shims(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    shims = tmp_path / "shims"
+    (shims / "lib" / "tests").mkdir(parents=True)
+    (shims / "lib" / "tests" / "helpers.py").write_text("x = 1\n")
+    (shims / "lib" / "tests" / "conftest.py").write_text("")
+    monkeypatch.setattr("compat.runner.SHIMS", shims)
+    lib = Library(name="lib", dist="lib", version="1.0", requirements=(), paths=("tests",), overlay="lib")
+    src = _sdist(tmp_path)
+    lay_overlay(lib, src)
+    assert (src / "tests" / "helpers.py").read_text() == "x = 1\n"
+    assert (src / "tests" / "conftest.py").exists()
+    # a shim edited, one dropped: the next run lays the new text and removes the dropped file
+    (shims / "lib" / "tests" / "helpers.py").write_text("x = 2\n")
+    (shims / "lib" / "tests" / "conftest.py").unlink()
+    lay_overlay(lib, src)
+    assert (src / "tests" / "helpers.py").read_text() == "x = 2\n"
+    assert not (src / "tests" / "conftest.py").exists()
+    assert (src / "tests" / "test_a.py").read_text() == "from tests.helpers import x\n"
+
+
+def test_the_overlay_never_replaces_a_file_the_sdist_ships(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shims = tmp_path / "shims"
+    (shims / "lib" / "tests").mkdir(parents=True)
+    (shims / "lib" / "tests" / "test_a.py").write_text("pass\n")
+    monkeypatch.setattr("compat.runner.SHIMS", shims)
+    lib = Library(name="lib", dist="lib", version="1.0", requirements=(), paths=("tests",), overlay="lib")
+    src = _sdist(tmp_path)
+    with pytest.raises(RuntimeError, match=r"the sdist ships tests/test_a\.py"):
+        lay_overlay(lib, src)
+    assert (src / "tests" / "test_a.py").read_text() == "from tests.helpers import x\n"
+
+
+def test_every_overlay_and_shim_named_by_a_library_exists() -> None:
+    for lib in LIBRARIES.values():
+        for name in (*lib.shims, *([lib.overlay] if lib.overlay else [])):
+            assert (SHIMS / name).is_dir(), (lib.name, name)
