@@ -94,7 +94,8 @@ def _crs(reqs: list[list[bytes]]) -> int:
     """The CRs a well-framed run of these requests holds: one per header
     line (``*N`` and each ``$N``), one per bulk terminator, and those of the
     arguments. The join puts two CRs before each argument: one C-level join
-    and count per read, nothing per request."""
+    and count per read, nothing per request; it also raises TypeError on an
+    item that is not a bulk string, which saves a loop over the arguments."""
     return len(reqs) + b"\r\r".join(chain(_FIRST, *reqs)).count(13)
 
 
@@ -486,41 +487,44 @@ class Connection(asyncio.Protocol):
                 # an inline request follows RESP in the same read.
                 self._fallback(out)
                 return
-            for a in req:
-                if type(a) is not bytes:
-                    self._fallback(out)
-                    return
             reqs.append(req)
             # hiredis's has_data() is also False when a read ends between
             # two items of a request: only right after a request does it
             # tell a boundary.
             more = has_data()
+        if not reqs:
+            if self.retained_len > RETAIN_LIMIT and self.crs << 10 < self.fed:
+                # A request of large arguments in flight: the exact parser
+                # holds one copy of it, where hiredis and the replay hold two.
+                self._fallback(out)
+            return
+        try:
+            crs = _crs(reqs)
+        except TypeError:
+            # An item other than a bulk string inside a request (the join
+            # takes bytes only): the exact parser gives Valkey's error.
+            self._fallback(out)
+            return
         if not more:
             # The read ends at a request boundary, with a LF as it must.
-            if data[-1] != 10 or self.crs != _crs(reqs):
+            if data[-1] != 10 or self.crs != crs:
                 self._fallback(out)
                 return
             self.boundary = True
             self.retained.clear()
             self.retained_len = self.fed = self.crs = 0
-        elif reqs:
+        else:
             # The read ends inside a request: the requests before it are
             # checked alone; the open one starts the next run.
             rest = self.fed - _size(reqs)
             end = len(data) - rest
-            if not 0 < end < len(data) or data[end - 1] != 10 or self.crs - data.count(13, end) != _crs(reqs):
+            if not 0 < end < len(data) or data[end - 1] != 10 or self.crs - data.count(13, end) != crs:
                 self._fallback(out)
                 return
             left = data[end:]
             self.retained = [left]
             self.retained_len = self.fed = rest
             self.crs = left.count(13)
-        else:
-            if self.retained_len > RETAIN_LIMIT and self.crs << 10 < self.fed:
-                # A request of large arguments: the exact parser holds
-                # one copy of it, where hiredis and the replay hold two.
-                self._fallback(out)
-            return
         self._run(reqs, out)
 
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
@@ -575,6 +579,7 @@ class Connection(asyncio.Protocol):
                 req = py.next()
             except ProtocolError as e:
                 out.append(e.reply())
+                c.server.count_error(b"ERR Protocol error")  # an error reply like any other, as Valkey counts it
                 c.closing = True
                 self._log_protocol_error(e.msg)
                 return
