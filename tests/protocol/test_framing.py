@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import pytest
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, own_pair
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 KEY = b"@@@@"
@@ -283,3 +283,50 @@ def test_a_long_pipeline_cut_inside_requests(servers: tuple[Proc, Proc]) -> None
     template = good + bad + good
     cuts = [[n, n + 3000, n + 5000] for n in range(1, 1200, 97)]
     compare(servers, template, cuts)
+
+
+def _huge_cases() -> list[bytes]:
+    value = b"v" * (6 << 20)  # one large argument: moves to the exact parser
+    crs = b"v\r" * (3 << 20)  # one full of CRs: stays on hiredis
+    many = [b"RPUSH", KEY + b"l"] + [b"e%06d" % i for i in range(400_000)]  # 4.4 MB of small arguments
+    many_bad = encode(*many)[:-2] + b"X\r\n"
+    return [
+        encode("SET", KEY, value) + encode("GET", KEY + b"x"),
+        b"*3\r\n$3\r\nSET\r\n$4\r\n" + KEY + b"\r\n$%d\r\n" % len(crs) + crs + b"XY" + encode("SET", KEY, "w"),
+        encode(*many) + encode("LLEN", KEY + b"l"),
+        encode("SET", KEY, "v") + many_bad + encode("SET", KEY, "w"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4), ids=["big-value", "big-value-bad", "many-args", "many-args-bad"])
+def test_requests_past_four_mib_in_flight(servers: tuple[Proc, Proc], case: int) -> None:
+    """A request large enough that the reads kept for a replay would pass
+    4 MiB: framed as strictly as a small one, in reads of 512 KiB."""
+    template = _huge_cases()[case]
+    compare(servers, template, [list(range(1 << 19, len(template), 1 << 19))])
+
+
+WORD_PIECES = ["a", "b", '"', "'", "\\", "x4", "1", " ", "\t", "n", "\x0b"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(st.lists(st.sampled_from(WORD_PIECES), min_size=1, max_size=10).map("".join),
+                      min_size=1, max_size=4))
+@example(lines=['"\\"'])
+@example(lines=["'a\\'"])
+@example(lines=['"\\"\\"', '"ab\\"'])
+def test_inline_words(servers: tuple[Proc, Proc], lines: list[str]) -> None:
+    """Valkey 9.1's word splitting: quotes, escapes, a word going on after
+    its closing quote, unbalanced quotes. An unknown command's error quotes
+    its arguments back."""
+    data = b"".join(b"XCMD " + line.encode() + b"\r\n" for line in lines) + b"PING\r\n"
+    got = []
+    for p in servers:
+        s = _connect(p.port)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            got.append(_read_all([s])[0])
+        finally:
+            s.close()
+    assert got[1] == got[0]
