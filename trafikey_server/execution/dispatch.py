@@ -10,7 +10,7 @@ its row in the table.
 from __future__ import annotations
 
 import sys
-from time import perf_counter_ns
+from time import perf_counter_ns, time
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.args import cstr
@@ -66,6 +66,32 @@ def unknown_command(argv: list[bytes]) -> CommandError:
         args += b"'%s' " % cstr(a)[: 128 - len(args)]
     return CommandError(_sanitize(
         b"ERR unknown command '%s', with args beginning with: %s" % (cstr(argv[0])[:128], args)))
+
+
+# Not commands: HTTP's request line and header, sent to a server by a
+# browser tricked into cross-protocol scripting.
+CROSS_PROTOCOL = frozenset((b"post", b"host:"))
+_security_logged = 0.0  # when the warning below was last logged (all clients)
+
+
+def cross_protocol(c: Client) -> bytes:
+    """Valkey's securityWarningCommand: the connection is closed without a
+    reply, and the replies to the requests before it in the same read are
+    not sent; the warning is logged at most once a minute."""
+    global _security_logged
+    now = time()
+    if abs(now - _security_logged) > 60:
+        host, _, port = c.addr.rpartition(":")
+        c.server.log.warning(
+            "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Valkey. "
+            "This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Valkey "
+            f"instance. Connection from {host.strip('[]')}:{port} aborted.")
+        _security_logged = now
+    c.closing = True
+    if c.out is not None:
+        c.out.clear()
+    c.pushed = None
+    return b""
 
 
 def resolve(c: Client, argv: list[bytes]) -> Command:
@@ -216,6 +242,8 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         # command's arity or even whether the command exists.
         root = server.table.lookup(argv[0])
         if root is None or not root.no_auth:
+            if root is None and argv[0].lower() in CROSS_PROTOCOL:
+                return cross_protocol(c)
             if root is not None:
                 root.rejected_calls += 1
                 if root.bname == b"exec":
@@ -227,6 +255,8 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
     try:
         cmd = resolve(c, argv)
     except CommandError as e:
+        if argv[0].lower() in CROSS_PROTOCOL:  # checked before the lookup in Valkey: only unknown names can match
+            return cross_protocol(c)
         if c.multi is not None:
             flag_transaction(c)
         server.count_error(e.msg)

@@ -2,24 +2,33 @@
 
 ``data_received`` parses every complete request in the read, runs them in
 order and sends all their replies with one ``write``. The common case is all
-hiredis: ``feed`` then ``gets`` until it runs dry. Valkey's exact framing
-rules live in ``parser.PyParser``; the connection switches to it for inline
-requests, and replays the read through it when hiredis rejects the input or
-would accept what Valkey refuses (a non-bulk item inside a request, a count
-or length too long to allocate), so that the requests before a malformed one
-still run and the error text is Valkey's.
+hiredis: ``feed``, then ``gets`` until it runs dry, then one check that the
+read was framed as Valkey requires, then the requests run. Valkey's exact
+framing rules live in ``parser.PyParser``; the connection switches to it for
+inline requests, and replays the reads since the last request boundary
+through it when hiredis rejects the input or would accept what Valkey
+refuses, so that the requests before a malformed one still run, nothing of
+the malformed one does, and the error text is Valkey's.
 
-To replay, the connection keeps references to the reads that hold the
-current partial request (never a copy) while that is small; a request that
-grows past ``RETAIN_LIMIT`` in flight stops being retained, and a protocol
-error inside it is answered with hiredis's verdict mapped to Valkey's text
-(and a non-bulk item inside it is taken as hiredis reads it).
+hiredis skips the two bytes after a bulk without looking at them, where
+Valkey requires CRLF there. The check counts CRs instead of looking: in a
+read without a CR that lacks its LF, a well-framed run of requests holds
+exactly one CR per header line, one per bulk terminator and those inside
+the arguments, and any terminator without its CR leaves the count short
+(see ``_crs``). Nothing is executed before the count is right.
+
+The reads since the last request boundary are kept by reference (never
+copied) for the replay. A request that grows past ``RETAIN_LIMIT`` in flight
+with large arguments moves to the exact parser, which holds one copy of it
+as hiredis would; one of many small arguments stays on hiredis.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from bisect import bisect_left
+from itertools import chain
 from time import time
 from typing import TYPE_CHECKING, Any
 
@@ -52,26 +61,24 @@ _HUGE_COUNT = re.compile(rb"\*\d{6}").search
 # bytes before a long number goes to the exact parser too. The membership
 # tests keep the regex off the common read.
 _HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
-# Past RETAIN_LIMIT a request cannot be replayed; an aggregate header after
-# a newline is refused at once rather than allocated (a payload holding one
-# such line is refused too: the price of not keeping a copy of the request).
-_NESTED_HUGE = re.compile(rb"\n[*~>|%]\d{6}").search
 # Inside a request Valkey accepts only bulk strings ('$'); hiredis also reads
 # a simple string ('+'), a verbatim string ('=') and a big number ('(') as
-# plain bytes, so such an item would pass for an argument. Each starts a line,
-# so a read that holds one of these bytes right after a newline, or starts
-# with one right after a read that ended with a newline, also goes to the exact
-# parser, which refuses it with Valkey's "expected '$', got '+'". The three
-# bytes are rare in requests: a read without them costs three memchr scans;
-# a payload that holds one after a newline only takes the slower, exact path.
-_TYPED_ITEM = b"+=("
+# plain bytes, so such an item would pass for an argument; and it returns a
+# RESP3 set ('~') or attribute ('|') at the top level as a list, where Valkey
+# reads that line as an inline request. Each starts a line, so a read that
+# holds one of these bytes right after a newline, or starts with one right
+# after a read that ended with a newline, also goes to the exact parser,
+# which refuses it with Valkey's "expected '$', got '+'". The bytes are rare
+# in requests: a read without them costs five memchr scans; a payload that
+# holds one after a newline only takes the slower, exact path.
+_TYPED_ITEM = b"+=(~|"
 _LONE_CR = re.compile(rb"\r[^\n]").search
 # Valkey 9.1 refuses a header line whose CR is not followed by LF ("invalid
 # CRLF in request") where hiredis looks for the pair and would wait, or read
 # on. A CR without its LF in a read (a pair cut by the read boundary aside)
 # sends the read to the exact parser: one scan per read, none per request.
-# A bulk followed by two bytes other than CRLF with no lone CR among them is
-# left to hiredis, which skips them unread.
+# With every CR followed by its LF, a bulk terminator is CRLF as soon as its
+# first byte is a CR, which the count of CRs after each read checks.
 # Enough bytes either side of a read boundary to hold any length that is
 # too long but not already visible whole on one side.
 _TAIL = 12
@@ -81,9 +88,46 @@ def _split_length(window: bytes, huge_bulk: Any) -> bool:
     return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 
+_FIRST = (b"",)
+
+
+def _crs(reqs: list[list[bytes]]) -> int:
+    """The CRs a well-framed run of these requests holds: one per header
+    line (``*N`` and each ``$N``), one per bulk terminator, and those of the
+    arguments. The join puts two CRs before each argument: one C-level join
+    and count per read, nothing per request; it also raises TypeError on an
+    item that is not a bulk string, which saves a loop over the arguments."""
+    return len(reqs) + b"\r\r".join(chain(_FIRST, *reqs)).count(13)
+
+
+def _digits(lens: list[int]) -> int:
+    """The decimal digits of all these lengths: sorted once, then one
+    bisection per power of ten, all in C."""
+    if not lens:
+        return 0
+    lens = sorted(lens)
+    n = total = len(lens)
+    top = lens[-1]
+    p = 10
+    while p <= top:
+        total += n - bisect_left(lens, p)
+        p *= 10
+    return total
+
+
+def _size(reqs: list[list[bytes]]) -> int:
+    """The bytes these requests take on the wire as hiredis read them (the
+    lengths are canonical: hiredis and Valkey both refuse a leading zero or
+    sign), for a read that ends inside a request; no loop over arguments."""
+    lens = list(map(len, chain.from_iterable(reqs)))
+    counts = list(map(len, reqs))
+    return sum(lens) + 5 * len(lens) + _digits(lens) + 3 * len(counts) + _digits(counts)
+
+
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "done", "boundary",
-                 "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending", "backlog")
+    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "boundary", "crs",
+                 "fed", "queued", "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending",
+                 "backlog")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -94,11 +138,17 @@ class Connection(asyncio.Protocol):
         # Bytes read and not yet parsed after the last read: with a new
         # read, the most any request completed by it can take.
         self.backlog = 0
-        # Reads since the last request boundary, and how many requests the
-        # first of them completed; None once too large to keep.
-        self.retained: list[bytes] | None = []
+        # Reads since the last request boundary (the first may be the tail
+        # of a read: the start of a request).
+        self.retained: list[bytes] = []
         self.retained_len = 0
-        self.done = 0
+        # Bytes fed to hiredis since the end of the last request it
+        # returned, and the CRs among them (see _crs).
+        self.fed = 0
+        self.crs = 0
+        # Requests read and checked but not run yet: those after a request
+        # that waits (CLIENT PAUSE, a blocking command).
+        self.queued: list[list[bytes]] | None = None
         # True when everything fed to hiredis so far formed whole requests.
         # hiredis's has_data() alone cannot tell: it is also False when a read
         # ends between two items of a request.
@@ -354,10 +404,12 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
         if not c.closing:
-            if self.py is not None:
+            queued = self.queued
+            if queued is not None:
+                self.queued = None
+                self._run(queued, out)
+            if self.py is not None and self.held is None and not c.closing:
                 self._drain(out)
-            else:
-                self._hiredis_loop(out)
         c.out = None
         self._send(c, out)
         pending, self.held_data = self.held_data, []
@@ -370,39 +422,24 @@ class Connection(asyncio.Protocol):
     # -- the two parsers -------------------------------------------------------
 
     def _run_hiredis(self, data: bytes, out: list[bytes]) -> None:
-        c = self.client
-        assert c is not None
-        reader = self.reader
         retained = self.retained
-        if retained is not None:
-            if not retained:
-                self.done = 0
-            retained.append(data)
-            self.retained_len += len(data)
+        retained.append(data)
+        self.retained_len += len(data)
         tail = self.tail
-        if retained is None:
-            # Too large to replay: only an aggregate header too long to
-            # allocate is refused here (it can follow a newline only).
-            window = data if tail is None else tail + data
-            if (42 in data or 126 in data or 62 in data or 124 in data or 37 in data) and _NESTED_HUGE(
-                    window) is not None:
-                self.reader = hiredis.Reader()
-                c.closing = True
-                out.append(ProtocolError("expected '$', got '%s'" % chr(window[_NESTED_HUGE(window).start() + 1])
-                                         ).reply())
-                return
-        elif (
+        if (
             _HUGE_COUNT(data) is not None
             or ((126 in data or 62 in data or 124 in data or 37 in data) and _HUGE_AGG(data) is not None)
             or self.server.huge_bulk(data) is not None
             or (43 in data and b"\n+" in data)
             or (61 in data and b"\n=" in data)
             or (40 in data and b"\n(" in data)
+            or (126 in data and b"\n~" in data)
+            or (124 in data and b"\n|" in data)
             or _LONE_CR(data) is not None
             or (data[0] in _TYPED_ITEM if tail is None
                 else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))
         ):
-            self._fallback(out, None)
+            self._fallback(out)
             return
         # A length cut into several short reads is seen whole: the tail holds
         # up to _TAIL bytes of the line still open, across reads.
@@ -414,12 +451,14 @@ class Connection(asyncio.Protocol):
             self.tail = data[-_TAIL:]
         if data.endswith(b"\r\n"):
             self.span = 0
-        elif self._long_header(data) and retained is not None:
-            self._fallback(out, None)
+        elif self._long_header(data):
+            self._fallback(out)
             return
-        reader.feed(data)
+        self.crs += data.count(13)
+        self.fed += len(data)
+        self.reader.feed(data)
         self.boundary = False
-        self._hiredis_loop(out)
+        self._hiredis_loop(data, out)
 
     def _long_header(self, data: bytes) -> bool:
         """Whether a '*' or '$' line is now open past Valkey's 64 KiB
@@ -436,13 +475,14 @@ class Connection(asyncio.Protocol):
             self.span += len(data)
         return self.span > INLINE_MAX and self.span_head in (42, 36)
 
-    def _hiredis_loop(self, out: list[bytes]) -> None:
-        c = self.client
-        assert c is not None
+    def _hiredis_loop(self, data: bytes, out: list[bytes]) -> None:
+        """Take every request the read completes, check their framing, then
+        run them: a malformed request must not run, nor any after it."""
         reader = self.reader
-        retained = self.retained
-        has_data = reader.has_data
         gets = reader.gets
+        has_data = reader.has_data
+        reqs: list[list[bytes]] = []
+        more = True
         while True:
             try:
                 req = gets()
@@ -450,26 +490,66 @@ class Connection(asyncio.Protocol):
                 # TypeError: a RESP3 map or set inside a request with an
                 # aggregate as a key, which hiredis cannot hash; MemoryError:
                 # an attribute header with a count too long to allocate.
-                self._fallback(out, None)
+                self._fallback(out)
                 return
             if req is False:
                 break
             if type(req) is not list:
                 # A top-level non-array cannot come from hiredis here unless
                 # an inline request follows RESP in the same read.
-                self._fallback(out, None)
+                self._fallback(out)
                 return
-            for a in req:
-                if type(a) is not bytes:
-                    self._fallback(out, a)
-                    return
-            self.done += 1
-            self.boundary = not has_data()
+            reqs.append(req)
+            # hiredis's has_data() is also False when a read ends between
+            # two items of a request: only right after a request does it
+            # tell a boundary.
+            more = has_data()
+        if not reqs:
+            if self.retained_len > RETAIN_LIMIT and self.crs << 10 < self.fed:
+                # A request of large arguments in flight: the exact parser
+                # holds one copy of it, where hiredis and the replay hold two.
+                self._fallback(out)
+            return
+        try:
+            crs = _crs(reqs)
+        except TypeError:
+            # An item other than a bulk string inside a request (the join
+            # takes bytes only): the exact parser gives Valkey's error.
+            self._fallback(out)
+            return
+        if not more:
+            # The read ends at a request boundary, with a LF as it must.
+            if data[-1] != 10 or self.crs != crs:
+                self._fallback(out)
+                return
+            self.boundary = True
+            self.retained.clear()
+            self.retained_len = self.fed = self.crs = 0
+        else:
+            # The read ends inside a request: the requests before it are
+            # checked alone; the open one starts the next run.
+            rest = self.fed - _size(reqs)
+            end = len(data) - rest
+            if not 0 < end < len(data) or data[end - 1] != 10 or self.crs - data.count(13, end) != crs:
+                self._fallback(out)
+                return
+            left = data[end:]
+            self.retained = [left]
+            self.retained_len = self.fed = rest
+            self.crs = left.count(13)
+        self._run(reqs, out)
+
+    def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
+        c = self.client
+        assert c is not None
+        for i, req in enumerate(reqs):
             if not req:
                 continue
             reply = execute(c, req)
             if reply is POSTPONED:
                 self._hold(req)
+                if i + 1 < len(reqs):
+                    self.queued = reqs[i + 1:]
                 return
             out.append(reply)
             if c.pushed is not None:  # frames pushed to c while it ran: after its reply
@@ -477,37 +557,19 @@ class Connection(asyncio.Protocol):
                 c.pushed = None
             if c.closing:
                 return
-        if self.boundary:
-            if retained is not None:
-                retained.clear()
-            else:
-                self.retained = []
-            self.retained_len = 0
-        elif retained is not None and self.retained_len > RETAIN_LIMIT:
-            self.retained = None
 
-    def _fallback(self, out: list[bytes], bad: object) -> None:
-        """Replay the retained reads through the exact parser."""
+    def _fallback(self, out: list[bytes]) -> None:
+        """Replay the reads since the last request boundary through the
+        exact parser; none of their requests has run."""
         c = self.client
         assert c is not None
         retained = self.retained
         self.reader = hiredis.Reader()
-        if retained is None:
-            c.closing = True
-            out.append(ProtocolError("invalid bulk length").reply())
-            self._log_protocol_error("invalid bulk length")
-            return
         py = PyParser(self.server.config.proto_max_bulk_len)
         py.auth_required = not c.authenticated and c.server.acl.auth_required()
-        py.feed(b"".join(retained))
+        py.feed(retained[0] if len(retained) == 1 else b"".join(retained))
         retained.clear()
-        self.retained_len = 0
-        try:
-            for _ in range(self.done):
-                py.next()
-        except ProtocolError:  # pragma: no cover - hiredis accepted these
-            pass
-        self.done = 0
+        self.retained_len = self.fed = self.crs = 0
         self.py = py
         self._drain(out)
 
@@ -529,6 +591,7 @@ class Connection(asyncio.Protocol):
                 req = py.next()
             except ProtocolError as e:
                 out.append(e.reply())
+                c.server.count_error(b"ERR Protocol error")  # an error reply like any other, as Valkey counts it
                 c.closing = True
                 self._log_protocol_error(e.msg)
                 return
@@ -554,7 +617,7 @@ class Connection(asyncio.Protocol):
             self.tail = None
             self.span = 0
             self.retained = []
-            self.retained_len = 0
+            self.retained_len = self.fed = self.crs = 0
 
 
 def flush_pushes(server: Server) -> None:

@@ -187,7 +187,9 @@ def split_args(line: bytes) -> list[bytes] | None:
                 ):
                     cur.append(int(line[i + 2 : i + 4], 16))
                     i += 3
-                elif c == 92 and i + 1 < n:
+                elif c == 92 and i + 2 < n:
+                    # Valkey 9.1 escapes a character only if one more
+                    # follows it: '"a\"' ends in a backslash and a closing quote.
                     i += 1
                     cur.append(_ESCAPES.get(line[i], line[i]))
                 elif c == 34:
@@ -199,7 +201,7 @@ def split_args(line: bytes) -> list[bytes] | None:
                 if i >= n:
                     return None
                 c = line[i]
-                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                if c == 92 and i + 2 < n and line[i + 1] == 39:
                     i += 1
                     cur.append(39)
                 elif c == 39:

@@ -1,0 +1,133 @@
+"""The fast path answers as the exact parser does, whatever the reads.
+
+In process, many examples a second: the same bytes, cut into the same reads,
+go to a connection as the server runs it (hiredis, its framing checks, the
+replay through the exact parser when they fail) and to one whose every read
+goes to the exact parser (``protocol/parser.py``, Valkey's rules, compared
+with Valkey itself in test_framing.py). Each has a server of its own, with
+the same keyspace before each example; the replies, whether the connection
+was closed, and the keyspace afterwards must agree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from typing import Any
+
+from helpers.resp_wire import encode
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trafikey_server.network.connection import Connection
+from trafikey_server.server import Server
+from trafikey_server.services.config import Config
+
+
+class Transport:
+    """What Connection uses of an asyncio transport, keeping the writes."""
+
+    def __init__(self) -> None:
+        self.written = b""
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        assert not self.closed, "write after close"
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    abort = close
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 6379) if name in ("peername", "sockname") else default
+
+
+class ExactConnection(Connection):
+    """Every read through the exact parser."""
+
+    def _run_hiredis(self, data: bytes, out: list[bytes]) -> None:
+        self._run_python(data, out)
+
+
+def _server() -> Server:
+    config = Config()
+    config.values["dir"] = tempfile.mkdtemp(prefix="trafikey-fastpath-")
+    return Server(config)
+
+
+SERVERS: list[Server] = []
+
+
+def servers() -> list[Server]:
+    if not SERVERS:
+        SERVERS.extend((_server(), _server()))
+    return SERVERS
+
+
+def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool]:
+    conn = kind(server)
+    t = Transport()
+    conn.connection_made(t)
+    for data in reads:
+        if t.closed:
+            break
+        conn.data_received(data)
+    conn.connection_lost(None)
+    return t.written, t.closed
+
+
+STATE = [encode("GET", k) for k in ("k1", "k2", "n")] + [encode("HGETALL", "h"), encode("LRANGE", "l", "0", "-1")]
+WORDS = [b"SET", b"GET", b"APPEND", b"INCR", b"DEL", b"HSET", b"LPUSH", b"ECHO", b"PING", b"STRLEN", b"MSET",
+         b"k1", b"k2", b"n", b"h", b"l", b"v", b"", b"1", b"\r\n", b"\r", b"\n", b"*1", b"$1"]
+SPECIAL = [b"*", b"$", b"+", b":", b"~", b"|", b"%", b">", b"=", b"(", b"\r", b"\n", b"\r\n", b"\n\r", b"X",
+           b'"', b"'", b"\\", b" ", b"-1", b"0", b"12", b"POST", b"Host:"]
+
+requests = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(lambda argv: encode(*argv))
+inline = st.lists(st.sampled_from(WORDS[:17] + SPECIAL), min_size=1, max_size=5).map(lambda w: b" ".join(w) + b"\r\n")
+
+
+@st.composite
+def inputs(draw: st.DrawFn) -> list[bytes]:
+    """A pipeline, a few bytes changed, cut into reads."""
+    data = bytearray(b"".join(draw(st.lists(st.one_of(requests, requests, inline), min_size=1, max_size=8))))
+    for _ in range(draw(st.integers(0, 3))):
+        pos = draw(st.integers(0, len(data)))
+        kind = draw(st.sampled_from(["replace", "insert", "delete", "crlf"]))
+        crlfs = [i for i in range(len(data) - 1) if data[i : i + 2] == b"\r\n"]
+        if kind == "crlf" and crlfs:
+            # A line or a bulk not ended by CRLF, the commonest framing fault.
+            i = draw(st.sampled_from(crlfs))
+            data[i : i + 2] = draw(st.sampled_from([b"X\r", b"\n\r", b"XY", b"\nX", b"X\n", b"\r\r", b"\n\n"]))
+        elif kind == "replace":
+            data[pos : pos + 1] = draw(st.sampled_from(SPECIAL))
+        elif kind == "insert":
+            data[pos:pos] = draw(st.sampled_from(SPECIAL))
+        else:
+            del data[pos : pos + draw(st.integers(1, 4))]
+    body = bytes(data)
+    if not body:
+        return []
+    cuts = draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=6))
+    edges = sorted({0, len(body), *[c for c in cuts if c < len(body)]})
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reads=inputs())
+def test_fast_path_answers_as_the_exact_parser(reads: list[bytes]) -> None:
+    fast, exact = servers()
+    for s in (fast, exact):
+        for db in s.dbs:
+            db.clear()
+    got_fast = run(fast, Connection, reads)
+    got_exact = run(exact, ExactConnection, reads)
+    assert got_fast == got_exact
+    assert run(fast, Connection, STATE) == run(exact, ExactConnection, STATE)
