@@ -207,12 +207,24 @@ def _layout(digits: str, k: int, neg: bool) -> str:
     return head + ("e-" if k + nd - 1 < 0 else "e+") + str(exp)
 
 
+# Non-integral doubles already written: Grisu2 in Python costs microseconds a
+# score, and a range read (ZRANGE ... WITHSCORES, the job core's listings)
+# writes the same scores again and again. Only finite non-integral values
+# are kept, so no two keys that compare equal (0 and -0, NaN) can meet here;
+# the table is emptied when full.
+_WRITTEN: dict[float, bytes] = {}
+_WRITTEN_MAX = 4096
+
+
 def format_double(x: float) -> bytes:
     """A double as Valkey's d2string writes it (score replies, RESP3 doubles)."""
     if x.is_integer() and -_LL_HALF <= x <= _LL_HALF:
         if x:
             return b"%d" % x
         return b"-0" if _BITS(_PACK(x))[0] >> 63 else b"0"
+    text = _WRITTEN.get(x)
+    if text is not None:
+        return text
     if x != x:
         return b"nan"
     if x == _INF:
@@ -222,9 +234,14 @@ def format_double(x: float) -> bytes:
     bits = _BITS(_PACK(x))[0]
     if bits >> 63:
         digits, k = _grisu2(bits & ~_HALF)
-        return ("-" + _layout(digits, k, True)).encode()
-    digits, k = _grisu2(bits)
-    return _layout(digits, k, False).encode()
+        text = ("-" + _layout(digits, k, True)).encode()
+    else:
+        digits, k = _grisu2(bits)
+        text = _layout(digits, k, False).encode()
+    if len(_WRITTEN) >= _WRITTEN_MAX:
+        _WRITTEN.clear()
+    _WRITTEN[x] = text
+    return text
 
 
 _SPACE = b" \t\n\v\f\r"
