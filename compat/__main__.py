@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = (args.cache or default_cache()).resolve()
     out = (args.out or cache / "results" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     netns = not args.no_netns and netns_available()
-    default_port = not netns and host_default_port_free()
+    default_port = netns or host_default_port_free()
     if not netns:
         print("servers on the host's " + ("localhost:6379" if default_port else "free ports (6379 is taken)")
               + (", no network namespaces here" if not args.no_netns else ""), file=sys.stderr)

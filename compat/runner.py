@@ -220,9 +220,9 @@ def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt:
              paths: tuple[str, ...], netns: bool, run_timeout: int, default_port: bool) -> dict[str, str]:
     """One pytest run of the suite against a fresh server of ``kind``;
     ``attempt`` > 0 reruns only what failed before (pytest's --lf).
-    ``default_port``: the server takes localhost:6379 (always so in a
-    namespace of its own; on the host when that port is free)."""
-    port = 6379 if netns or default_port else free_port()
+    ``default_port``: the server takes localhost:6379 (in a namespace of
+    its own, or on the host when that port is free)."""
+    port = 6379 if default_port else free_port()
     host = "127.0.0.1"
     datadir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
     junit = out / f"{kind}-{attempt}.xml"
@@ -265,7 +265,7 @@ def run_once(lib: Library, kind: str, src: Path, venv: Path, out: Path, attempt:
 
 
 def run_library(lib: Library, cache: Path, out: Path, subset: bool, netns: bool, run_timeout: int,
-                default_port: bool = False) -> dict:
+                default_port: bool) -> dict:
     src = fetch_sdist(lib, cache)
     venv = ensure_venv(lib, cache, src)
     lay_overlay(lib, src)

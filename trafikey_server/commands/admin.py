@@ -1,7 +1,7 @@
 """Server rows a standalone server answers without the machinery behind them:
 cluster routing words (READONLY, READWRITE, ASKING), ROLE of a primary
-without replicas, REPLICAOF NO ONE (already a primary), and MODULE (no loadable modules here, only the built-in Lua
-engine Valkey itself lists)."""
+without replicas, REPLICAOF NO ONE (already a primary), and MODULE (no
+loadable modules here, only the built-in Lua engine Valkey itself lists)."""
 
 from __future__ import annotations
 
