@@ -31,6 +31,15 @@ def _client() -> redis.Redis:
     return redis.Redis(host=HOST, port=PORT)
 
 
+def _on_empty_server(backend: Callable[..., Any]) -> Iterator[Any]:
+    """A Redis-backed backend on the server under test, empty before and
+    after the test."""
+    client = _client()
+    client.flushall()
+    yield backend(client=client)
+    client.flushall()
+
+
 @pytest.fixture
 def stub_broker() -> Iterator[StubBroker]:
     broker = StubBroker()
@@ -70,10 +79,7 @@ def redis_worker(redis_broker: RedisBroker) -> Iterator[Worker]:
 
 @pytest.fixture
 def redis_result_backend() -> Iterator[Any]:
-    client = _client()
-    client.flushall()
-    yield res_backends.RedisBackend(client=client)
-    client.flushall()
+    yield from _on_empty_server(res_backends.RedisBackend)
 
 
 @pytest.fixture(params=["redis"])
@@ -83,10 +89,7 @@ def result_backend(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture
 def redis_rate_limiter_backend() -> Iterator[Any]:
-    client = _client()
-    client.flushall()
-    yield rl_backends.RedisBackend(client=client)
-    client.flushall()
+    yield from _on_empty_server(rl_backends.RedisBackend)
 
 
 @pytest.fixture(params=["redis"])
