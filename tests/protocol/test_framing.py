@@ -14,13 +14,13 @@ connections can run side by side and the keyspaces still compare.
 
 from __future__ import annotations
 
-import re
 import select
 import socket
 import time
 from collections.abc import Iterator
 
 import pytest
+from helpers.aof_util import keyspace
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, own_pair
 from hypothesis import HealthCheck, example, given, settings
@@ -93,34 +93,6 @@ def run_cuts(port: int, template: bytes, cuts: list[list[int]]) -> list[bytes]:
     finally:
         for s in socks:
             s.close()
-
-
-def keyspace(port: int) -> dict[bytes, object]:
-    w = Wire(port)
-    try:
-        keys: list[bytes] = []
-        cursor = b"0"
-        while True:
-            w.send_raw(encode("SCAN", cursor, "COUNT", "1000"))
-            reply = w.read_reply()
-            m = re.match(rb"\*2\r\n\$\d+\r\n(\d+)\r\n\*\d+\r\n", reply)
-            assert m, reply
-            cursor = m.group(1)
-            keys += re.findall(rb"\$\d+\r\n([^\r]*)\r\n", reply[m.end():])
-            if cursor == b"0":
-                break
-        state: dict[bytes, object] = {}
-        for k in keys:
-            kind = w.call("TYPE", k)
-            if kind == b"+string\r\n":
-                state[k] = w.call("GET", k)
-            elif kind == b"+hash\r\n":
-                state[k] = sorted(w.call("HGETALL", k).split(b"\r\n"))
-            else:
-                state[k] = kind
-        return state
-    finally:
-        w.close()
 
 
 def error_stats(port: int) -> list[bytes]:
