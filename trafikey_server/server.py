@@ -39,6 +39,7 @@ from .services.observe import Observer
 from .services.pause import Pause
 from .services.pubsub import PubSub
 from .services.tracking import Tracking
+from .util import native
 from .util.clock import Clock
 from .util.log import Log
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
@@ -234,6 +235,7 @@ class Server:
                         f"pid={self.pid}, just started")
         self.log.notice("Configuration loaded")
         self.log.notice("Server initialized")
+        self.log.notice(native.describe())  # which kernels run compiled (util/native.py)
         load_at_startup(self)
         self.write_brand()
         port = self.config.port
