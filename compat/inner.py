@@ -13,24 +13,11 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server on {port} did not start")
+from trafikey_server.util.procs import wait_port
 
 
 def main(spec_path: str) -> int:
@@ -41,7 +28,7 @@ def main(spec_path: str) -> int:
         server = subprocess.Popen(spec["server_argv"], stdout=log, stderr=subprocess.STDOUT,
                                   cwd=spec["server_cwd"], env=spec["server_env"])
         try:
-            wait_port(spec["port"], server)
+            wait_port(spec["port"], server, timeout=30.0)
             with open(spec["pytest_log"], "wb") as out:
                 tests = subprocess.Popen(spec["pytest_argv"], stdout=out, stderr=subprocess.STDOUT,
                                          cwd=spec["cwd"], env=spec["env"], start_new_session=True)
