@@ -92,6 +92,9 @@ class Server:
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None
+        # When the cross-protocol warning was last logged (dispatch.cross_protocol):
+        # at most once a minute, whichever client it was.
+        self.security_warned = 0.0
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
