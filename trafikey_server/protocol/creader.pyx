@@ -22,8 +22,9 @@ waits on can grow without bound.
 
 A request cut by the end of a read is kept from its start in a buffer that
 grows geometrically, with the position reached and the arguments read so
-far: the next read is appended and parsing goes on where it stopped, so a
-large request arriving in many reads costs linear time.
+far: the next read gives it what it still lacks, parsing goes on where it
+stopped, and the requests after it are parsed in the read itself. A large
+request arriving in many reads costs linear time.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -33,6 +34,10 @@ from libc.string cimport memcpy, memmove
 # What _parse saw at the position it returns.
 cdef enum:
     INT_MAX = 2147483647  # the largest count Valkey takes
+    # What an open request takes from a read at a time while its next item
+    # is a header line: more than the longest line this reader takes ('$',
+    # 19 digits, CRLF), and many small arguments at once.
+    CHUNK = 1024
     NEED = 0   # the input ends before the request does (or right at a boundary)
     STOP = 1   # a byte this reader does not take: the exact parser decides
 
@@ -194,39 +199,52 @@ cdef class Reader:
         or, when the reader stopped at a byte it does not take, the bytes from
         the start of the request that holds it to the end of the read: they
         belong to the exact parser (the reader is then empty again)."""
-        cdef const unsigned char *p
+        cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-        cdef Py_ssize_t at, start = 0
+        cdef Py_ssize_t at = 0, start = 0, off = 0, take
         cdef int r
-        if self.size == 0:
-            # Nothing buffered: parse the read where it is.
-            p = <const unsigned char *>PyBytes_AS_STRING(data)
-            at = 0
-            r = self._parse(p, n, &at, &start, out, max_bulk)
-            if r == STOP:
-                self._reset()
-                return data if start == 0 else data[start:]
-            if start < n:  # a request left open: keep it from its start
-                self._reserve(n - start)
-                memcpy(self.buf, p + start, n - start)
-                self.size = n - start
-                self.pos = at - start
-                self.idle = False
-            return None
-        self._reserve(self.size + n)
-        memcpy(self.buf + self.size, PyBytes_AS_STRING(data), n)
-        self.size += n
-        at = self.pos
-        r = self._parse(<const unsigned char *>self.buf, self.size, &at, &start, out, max_bulk)
+        if self.size:
+            # A request is open: it takes from the read only what it still
+            # lacks (the rest of a bulk, or a header line's worth), so the
+            # requests after it are parsed where they are, never copied.
+            while True:
+                if self.left and self.bulk >= 0:
+                    take = self.pos + self.bulk + 2 - self.size
+                else:
+                    take = CHUNK
+                if take > n - off:
+                    take = n - off
+                self._reserve(self.size + take)
+                memcpy(self.buf + self.size, p + off, take)
+                self.size += take
+                off += take
+                at = self.pos
+                start = 0
+                r = self._parse(<const unsigned char *>self.buf, self.size, &at, &start, out, max_bulk)
+                if r == STOP:
+                    rest = PyBytes_FromStringAndSize(self.buf + start, self.size - start) + data[off:]
+                    self._reset()
+                    return rest
+                if start:
+                    # The open request is done, and the bytes from ``start``
+                    # on came from this read: go on there, in place.
+                    at = off - (self.size - at)
+                    start = off - (self.size - start)
+                    self.size = self.pos = 0
+                    break
+                self.pos = at
+                if off == n:
+                    return None
+        r = self._parse(p, n, &at, &start, out, max_bulk)
         if r == STOP:
-            rest = PyBytes_FromStringAndSize(self.buf + start, self.size - start)
             self._reset()
-            return rest
-        if start >= self.size:
+            return data if start == 0 else data[start:]
+        if start < n:  # a request left open: keep it from its start
+            self._reserve(n - start)
+            memcpy(self.buf, p + start, n - start)
+            self.size = n - start
+            self.pos = at - start
+            self.idle = False
+        else:
             self._reset()
-            return None
-        if start:
-            memmove(self.buf, self.buf + start, self.size - start)
-            self.size -= start
-        self.pos = at - start
         return None
