@@ -120,6 +120,7 @@ class Server:
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
         self.huge_bulk: Any = None
+        self.max_bulk = 0  # proto-max-bulk-len, where the compiled reader reads it per read
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
