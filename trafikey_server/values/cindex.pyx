@@ -10,13 +10,14 @@ Python's tuples of (float, bytes), which is also Valkey's order. As with the
 tuples, -0.0 and 0.0 compare equal; NaN never reaches the index.
 
 Layout, like SortedList's: a list of blocks, each a C array of scores beside a
-Python list of members, kept between LOAD/2 and 2*LOAD entries. A Fenwick tree
+C array of member references, kept between LOAD/2 and 2*LOAD entries (so an
+insert or a delete moves a few kilobytes at most, with memmove). A Fenwick tree
 over the block sizes turns positions into (block, offset) and back in
 O(log blocks). Pairs are built as tuples only when read.
 """
 
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.ref cimport PyObject
+from cpython.list cimport PyList_GET_SIZE
+from cpython.ref cimport Py_XDECREF, Py_XINCREF, PyObject
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
@@ -24,7 +25,7 @@ cdef extern from "Python.h":
     char *_bytes_str "PyBytes_AS_STRING" (PyObject *o) nogil
     Py_ssize_t _bytes_len "PyBytes_GET_SIZE" (PyObject *o) nogil
 
-cdef Py_ssize_t LOAD = 512
+cdef Py_ssize_t LOAD = 256
 
 
 cdef inline int _mcmp(PyObject *a, PyObject *b) noexcept:
@@ -50,40 +51,53 @@ cdef inline int _cmp(double s1, PyObject *m1, double s2, PyObject *m2) noexcept:
 
 
 cdef class _Block:
+    """A run of consecutive pairs: scores and members in two C arrays (the
+    members' references owned here; bytes hold none, so no cycle passes
+    through a block)."""
     cdef double *s
+    cdef PyObject **m
+    cdef Py_ssize_t n
     cdef Py_ssize_t cap
-    cdef list m
 
     def __cinit__(self) -> None:
         self.s = NULL
+        self.m = NULL
+        self.n = 0
         self.cap = 0
-        self.m = []
 
     def __dealloc__(self) -> None:
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            Py_XDECREF(self.m[i])
         free(self.s)
+        free(self.m)
 
-    cdef int reserve(self, Py_ssize_t need) except -1:
-        cdef Py_ssize_t cap
-        cdef double *p
-        if need <= self.cap:
-            return 0
-        cap = need + (need >> 1) + 4
-        p = <double *>realloc(self.s, cap * sizeof(double))
+    cdef int resize(self, Py_ssize_t cap) except -1:
+        cdef double *p = <double *>realloc(self.s, cap * sizeof(double))
         if p == NULL:
             raise MemoryError()
         self.s = p
+        cdef PyObject **q = <PyObject **>realloc(self.m, cap * sizeof(PyObject *))
+        if q == NULL:
+            raise MemoryError()
+        self.m = q
         self.cap = cap
         return 0
 
+    cdef inline int reserve(self, Py_ssize_t need) except -1:
+        if need > self.cap:
+            self.resize(need + (need >> 2) + 4)
+        return 0
+
     cdef inline Py_ssize_t size(self) noexcept:
-        return PyList_GET_SIZE(self.m)
+        return self.n
 
     cdef Py_ssize_t left(self, double s, PyObject *m) noexcept:
         """First offset whose pair is not below the key."""
-        cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(self.m), mid
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
         while lo < hi:
             mid = (lo + hi) >> 1
-            if _cmp(s, m, self.s[mid], PyList_GET_ITEM(self.m, mid)) > 0:
+            if _cmp(s, m, self.s[mid], self.m[mid]) > 0:
                 lo = mid + 1
             else:
                 hi = mid
@@ -91,40 +105,48 @@ cdef class _Block:
 
     cdef Py_ssize_t right(self, double s, PyObject *m) noexcept:
         """First offset whose pair is above the key."""
-        cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(self.m), mid
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
         while lo < hi:
             mid = (lo + hi) >> 1
-            if _cmp(s, m, self.s[mid], PyList_GET_ITEM(self.m, mid)) < 0:
+            if _cmp(s, m, self.s[mid], self.m[mid]) < 0:
                 hi = mid
             else:
                 lo = mid + 1
         return lo
 
     cdef int insert(self, Py_ssize_t i, double s, object m) except -1:
-        cdef Py_ssize_t n = PyList_GET_SIZE(self.m)
-        self.reserve(n + 1)
-        memmove(self.s + i + 1, self.s + i, (n - i) * sizeof(double))
+        self.reserve(self.n + 1)
+        memmove(self.s + i + 1, self.s + i, (self.n - i) * sizeof(double))
+        memmove(self.m + i + 1, self.m + i, (self.n - i) * sizeof(PyObject *))
         self.s[i] = s
-        self.m.insert(i, m)
+        Py_XINCREF(<PyObject *>m)
+        self.m[i] = <PyObject *>m
+        self.n += 1
         return 0
 
-    cdef int delete(self, Py_ssize_t a, Py_ssize_t b) except -1:
+    cdef int delete(self, Py_ssize_t a, Py_ssize_t b) noexcept:
         """Drop offsets [a, b)."""
-        cdef Py_ssize_t n = PyList_GET_SIZE(self.m)
-        memmove(self.s + a, self.s + b, (n - b) * sizeof(double))
-        del self.m[a:b]
+        cdef Py_ssize_t i
+        for i in range(a, b):
+            Py_XDECREF(self.m[i])  # a bytes object's release calls back into nothing
+        memmove(self.s + a, self.s + b, (self.n - b) * sizeof(double))
+        memmove(self.m + a, self.m + b, (self.n - b) * sizeof(PyObject *))
+        self.n -= b - a
         return 0
 
     cdef int extend(self, _Block other, Py_ssize_t a, Py_ssize_t b) except -1:
         """Append other's offsets [a, b)."""
-        cdef Py_ssize_t n = PyList_GET_SIZE(self.m)
-        self.reserve(n + b - a)
-        memcpy(self.s + n, other.s + a, (b - a) * sizeof(double))
-        self.m.extend(other.m[a:b])
+        cdef Py_ssize_t i
+        self.reserve(self.n + b - a)
+        memcpy(self.s + self.n, other.s + a, (b - a) * sizeof(double))
+        memcpy(self.m + self.n, other.m + a, (b - a) * sizeof(PyObject *))
+        for i in range(a, b):
+            Py_XINCREF(other.m[i])
+        self.n += b - a
         return 0
 
     cdef tuple pair(self, Py_ssize_t i):
-        return (self.s[i], <object>PyList_GET_ITEM(self.m, i))
+        return (self.s[i], <object>self.m[i])
 
 
 cdef class ScoreIndex:
@@ -157,10 +179,9 @@ cdef class ScoreIndex:
         while i < k:
             b = _Block()
             b.reserve(min(LOAD, k - i))
-            while i < k and PyList_GET_SIZE(b.m) < LOAD:
+            while i < k and b.n < LOAD:
                 m = _split(items[i], &s)
-                b.s[PyList_GET_SIZE(b.m)] = s
-                b.m.append(m)
+                b.insert(b.n, s, m)
                 i += 1
             self.blocks.append(b)
         self.n = k
@@ -230,7 +251,7 @@ cdef class ScoreIndex:
             mid = (lo + hi) >> 1
             b = <_Block>self.blocks[mid]
             last = b.size() - 1
-            if _cmp(s, m, b.s[last], PyList_GET_ITEM(b.m, last)) > 0:
+            if _cmp(s, m, b.s[last], b.m[last]) > 0:
                 lo = mid + 1
             else:
                 hi = mid
@@ -244,7 +265,7 @@ cdef class ScoreIndex:
             mid = (lo + hi) >> 1
             b = <_Block>self.blocks[mid]
             last = b.size() - 1
-            if _cmp(s, m, b.s[last], PyList_GET_ITEM(b.m, last)) < 0:
+            if _cmp(s, m, b.s[last], b.m[last]) < 0:
                 hi = mid
             else:
                 lo = mid + 1
@@ -260,7 +281,7 @@ cdef class ScoreIndex:
             return -1
         cdef _Block b = <_Block>self.blocks[bi]
         cdef Py_ssize_t i = b.left(s, <PyObject *>m)
-        if b.s[i] != s or _mcmp(<PyObject *>m, PyList_GET_ITEM(b.m, i)) != 0:
+        if b.s[i] != s or _mcmp(<PyObject *>m, b.m[i]) != 0:
             return -1
         off[0] = i
         return bi
@@ -296,6 +317,7 @@ cdef class ScoreIndex:
             nxt = _Block()
             nxt.extend(b, half, size)
             b.delete(half, size)
+            b.resize(half + (half >> 2) + 4)  # the split-off half's room goes back
             self.blocks.insert(bi + 1, nxt)
             self._rebuild()
         elif size == 0:
@@ -414,7 +436,7 @@ cdef class ScoreIndex:
             off = 0
             bi += 1
         self.n -= stop - start
-        self.blocks = [x for x in self.blocks if len((<_Block>x).m)]
+        self.blocks = [x for x in self.blocks if (<_Block>x).n]
         self._rebuild()
         if self.blocks:
             self._fix(min(first, PyList_GET_SIZE(self.blocks) - 1))
