@@ -31,6 +31,7 @@ from types import ModuleType
 # Relative to the package; setup.py reads this tuple to know what to compile.
 KERNELS: tuple[str, ...] = (
     "protocol.creader",
+    "values.cindex",
 )
 
 PACKAGE = "trafikey_server"
