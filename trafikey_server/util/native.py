@@ -30,6 +30,7 @@ from types import ModuleType
 
 # Relative to the package; setup.py reads this tuple to know what to compile.
 KERNELS: tuple[str, ...] = (
+    "execution.scripting.cbridge",
 )
 
 PACKAGE = "trafikey_server"
