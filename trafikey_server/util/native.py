@@ -32,6 +32,7 @@ from types import ModuleType
 KERNELS: tuple[str, ...] = (
     "protocol.creader",
     "values.cindex",
+    "execution.scripting.cbridge",
 )
 
 PACKAGE = "trafikey_server"
