@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers, streams
-from .report import FAKE, TRAFIKEY, TWINS, VALKEY, Results
+from .report import FAKE, PURE, TRAFIKEY, TWINS, TWINS_PURE, VALKEY, Results
 
 BENCH_DIR = Path(__file__).resolve().parent
 SECTIONS = ("commands", "lifecycle", "growth", "blocking", "pubsub", "streams")
@@ -58,6 +58,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--stream-cycle-entries", type=int, default=None,
                     help="entries per XADD/XREADGROUP/XACK run of the streams section (100,000)")
     ap.add_argument("--no-fakeredis", action="store_true", help="skip executor (d)")
+    ap.add_argument("--no-pure", action="store_true",
+                    help="with a compiled build, skip the second, pure-Python trafikey-server")
     a = ap.parse_args(argv)
     q = a.quick
     defaults = {
@@ -75,6 +77,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if bad:
         ap.error(f"unknown sections: {', '.join(sorted(bad))}")
     a.sizes = [int(x) for x in a.growth_sizes.split(",")]
+    # A compiled build is measured beside the pure modules it replaces, in the same run.
+    a.compiled = servers.compiled_build()
+    a.pure = bool(a.compiled) and not a.no_pure
     names = {t.name for t in commands.TESTS}
     a.only = None if a.commands is None else {c.strip().upper() for c in a.commands.split(",") if c.strip()}
     if a.only is not None and a.only - names:
@@ -88,6 +93,8 @@ def section_commands(a: argparse.Namespace, res: Results, log: Callable[[str], N
     try:
         started.append(servers.start_valkey(VALKEY))
         started.append(servers.start_trafikey(TRAFIKEY))
+        if a.pure:
+            started.append(servers.start_trafikey(PURE, pure=True))
         commands.run_commands(started, rounds=a.rounds, requests=a.requests, p16_requests=a.p16_requests,
                               clients=a.clients, record=res.record, log=log, only=a.only)
     finally:
@@ -107,6 +114,12 @@ def section_lifecycle(a: argparse.Namespace, res: Results, log: Callable[[str], 
         started.append(v)
         lifecycle.brand_wire4(v)
         variants: list[tuple[servers.Server, int, int]] = [(t6, 6, a.jobs), (t4, 4, a.jobs), (v, 4, a.jobs)]
+        if a.pure:
+            p6 = servers.start_trafikey(PURE, "echomq:6.0.0", pure=True)
+            started.append(p6)
+            p4 = servers.start_trafikey(TWINS_PURE, "echomq:4.0.0", pure=True)
+            started.append(p4)
+            variants[2:2] = [(p6, 6, a.jobs), (p4, 4, a.jobs)]
         why = "--no-fakeredis was given" if a.no_fakeredis else servers.fakeredis_available()
         if why is None:
             f = servers.start_fakeredis(FAKE)
@@ -216,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "procs": a.procs, "conns": a.conns, "batch": a.batch, "working": a.working, "wakeups": a.wakeups,
         "pubsub_messages": a.pubsub_messages, "stream_cycle_entries": a.stream_cycle_entries,
         "pinning": servers.pinning_note(), "machine": report.machine(), "sections": a.sections,
+        "compiled": a.compiled, "pure": a.pure,
     }
     if not servers.PINNED:
         res.notes.append(servers.pinning_note())

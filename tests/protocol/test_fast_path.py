@@ -2,8 +2,9 @@
 
 In process, many examples a second: the same bytes, cut into the same reads,
 go to a connection as the server runs it (hiredis, its framing checks, the
-replay through the exact parser when they fail) and to one whose every read
-goes to the exact parser (``protocol/parser.py``, Valkey's rules, compared
+replay through the exact parser when they fail; or, when it is built, the
+compiled reader handing what it does not take to the exact parser) and to
+one whose every read goes to the exact parser (``protocol/parser.py``, Valkey's rules, compared
 with Valkey itself in test_framing.py). Each has a server of its own, with
 the same keyspace before each example; the replies, whether the connection
 was closed, and the keyspace afterwards must agree.
@@ -11,10 +12,13 @@ was closed, and the keyspace afterwards must agree.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import tempfile
 from typing import Any
 
+import hiredis
+import pytest
 from helpers.resp_wire import encode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +26,7 @@ from hypothesis import strategies as st
 from trafikey_server.network.connection import Connection
 from trafikey_server.server import Server
 from trafikey_server.services.config import Config
+from trafikey_server.util import native
 
 
 class Transport:
@@ -53,8 +58,34 @@ class Transport:
 class ExactConnection(Connection):
     """Every read through the exact parser."""
 
-    def _run_hiredis(self, data: bytes, out: list[bytes]) -> None:
-        self._run_python(data, out)
+    _run_fast = Connection._run_python
+
+
+class HiredisConnection(Connection):
+    """The pure fast path, whichever the server runs."""
+
+    new_reader = hiredis.Reader
+    _run_fast = Connection._run_hiredis
+
+
+# The compiled reader when it is built, even with the pure path forced: the
+# comparison runs in process, beside the pure path.
+CREADER = (importlib.import_module("trafikey_server.protocol.creader")
+           if "protocol.creader" in native.built() else None)
+
+
+class KernelConnection(Connection):
+    """The compiled reader's fast path, whichever the server runs."""
+
+    new_reader = CREADER.Reader if CREADER is not None else None
+    _run_fast = Connection._run_kernel
+
+
+FAST = [
+    pytest.param(HiredisConnection, id="hiredis"),
+    pytest.param(KernelConnection, id="creader", marks=pytest.mark.skipif(
+        CREADER is None, reason="the compiled reader is not built (python3 setup.py build_ext --inplace)")),
+]
 
 
 def _server() -> Server:
@@ -120,14 +151,15 @@ def inputs(draw: st.DrawFn) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(edges)]
 
 
+@pytest.mark.parametrize("kind", FAST)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reads=inputs())
-def test_fast_path_answers_as_the_exact_parser(reads: list[bytes]) -> None:
+def test_fast_path_answers_as_the_exact_parser(kind: type[Connection], reads: list[bytes]) -> None:
     fast, exact = servers()
     for s in (fast, exact):
         for db in s.dbs:
             db.clear()
-    got_fast = run(fast, Connection, reads)
+    got_fast = run(fast, kind, reads)
     got_exact = run(exact, ExactConnection, reads)
     assert got_fast == got_exact
-    assert run(fast, Connection, STATE) == run(exact, ExactConnection, STATE)
+    assert run(fast, kind, STATE) == run(exact, ExactConnection, STATE)

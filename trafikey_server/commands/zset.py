@@ -16,8 +16,6 @@ import random
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sortedcontainers import SortedList
-
 from ..protocol.args import mpop_args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
 from ..services.blocking import may_block, parse_timeout
@@ -25,7 +23,7 @@ from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
 from ..util.parsing import index_span, parse_int, to_int
 from ..values.set_type import SetValue
-from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, LexBound, ZSet
+from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, Index, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
 
 if TYPE_CHECKING:
@@ -922,7 +920,7 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
     if not big:
         result = {m: (0.0 if s == 0.0 else s) for m, s in result.items()}
     out.scores = result
-    out.index = SortedList((s, m) for m, s in result.items())
+    out.index = Index((s, m) for m, s in result.items())
     c.db.set(dst, out)
     if c.db.events:
         c.db.events.emit(c.db, event, dst)

@@ -71,22 +71,21 @@ def unknown_command(argv: list[bytes]) -> CommandError:
 # Not commands: HTTP's request line and header, sent to a server by a
 # browser tricked into cross-protocol scripting.
 CROSS_PROTOCOL = frozenset((b"post", b"host:"))
-_security_logged = 0.0  # when the warning below was last logged (all clients)
 
 
 def cross_protocol(c: Client) -> bytes:
     """Valkey's securityWarningCommand: the connection is closed without a
     reply, and the replies to the requests before it in the same read are
     not sent; the warning is logged at most once a minute."""
-    global _security_logged
+    server = c.server
     now = time()
-    if abs(now - _security_logged) > 60:
+    if abs(now - server.security_warned) > 60:
         host, _, port = c.addr.rpartition(":")
-        c.server.log.warning(
+        server.log.warning(
             "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Valkey. "
             "This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Valkey "
             f"instance. Connection from {host.strip('[]')}:{port} aborted.")
-        _security_logged = now
+        server.security_warned = now
     c.closing = True
     if c.out is not None:
         c.out.clear()

@@ -21,6 +21,12 @@ The reads since the last request boundary are kept by reference (never
 copied) for the replay. A request that grows past ``RETAIN_LIMIT`` in flight
 with large arguments moves to the exact parser, which holds one copy of it
 as hiredis would; one of many small arguments stays on hiredis.
+
+When the compiled reader is built (protocol/creader.pyx), it replaces
+hiredis and the checks above, chosen once at import: one call per read
+returns every request the read completes, checked as it splits them, and at
+the first byte it is not certain of it hands the bytes from the start of
+that request on to the exact parser, which goes on as in the replay.
 """
 
 from __future__ import annotations
@@ -39,11 +45,15 @@ from ..execution.dispatch import POSTPONED, execute
 from ..protocol.parser import INLINE_MAX, PyParser
 from ..services.client import Client
 from ..services.limits import admit, check_output, obuf_class, query_buffer_exceeded
+from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
 
 if TYPE_CHECKING:
     from ..server import Server
+
+# The compiled request reader, or None: the pure path (hiredis and the checks below).
+_k = native.load("protocol.creader")
 
 RETAIN_LIMIT = 1 << 22
 # hiredis allocates a request's whole argument list as soon as it reads the
@@ -133,7 +143,7 @@ class Connection(asyncio.Protocol):
         self.server = server
         self.client: Client | None = None
         self.transport: Any = None
-        self.reader = hiredis.Reader()
+        self.reader: Any = self.new_reader()
         self.py: PyParser | None = None
         # Bytes read and not yet parsed after the last read: with a new
         # read, the most any request completed by it can take.
@@ -234,11 +244,12 @@ class Connection(asyncio.Protocol):
         if self.py is not None or (self.boundary and (data[0] != 42 or not c.authenticated)):
             self._run_python(data, out)
         else:
-            self._run_hiredis(data, out)
+            self._run_fast(data, out)
         c.out = None
         # The bytes read and not yet parsed, as Valkey's query buffer: hiredis
         # trims what it has parsed once that passes 1 KB, so its length is
-        # within 1 KB of it; the limits are 1 MB at the least.
+        # within 1 KB of it; the limits are 1 MB at the least. The compiled
+        # reader counts exactly the bytes not yet made into arguments.
         py = self.py
         pending = self.reader.len() if py is None else len(py.buf) - py.pos
         self.backlog = pending
@@ -538,6 +549,33 @@ class Connection(asyncio.Protocol):
             self.retained_len = self.fed = rest
             self.crs = left.count(13)
         self._run(reqs, out)
+
+    def _run_kernel(self, data: bytes, out: list[bytes]) -> None:
+        """The compiled reader's turn: run what the read completes; at a
+        byte it does not take, the exact parser goes on from the start of
+        that request (after the requests before it, or once they are done
+        waiting: ``_continue`` runs the queued ones first)."""
+        reader = self.reader
+        reqs: list[list[bytes]] = []
+        rest = reader.feed(data, self.server.max_bulk, reqs)
+        if rest is None:
+            self.boundary = reader.idle
+            if reqs:
+                self._run(reqs, out)
+            return
+        c = self.client
+        assert c is not None
+        py = self.py = PyParser(self.server.config.proto_max_bulk_len)
+        py.feed(rest)
+        if reqs:
+            self._run(reqs, out)
+        py.auth_required = not c.authenticated and c.server.acl.auth_required()
+        if self.held is None and not c.closing:
+            self._drain(out)
+
+    # The reader of the fast path, chosen once: the compiled one when built.
+    new_reader: Any = hiredis.Reader if _k is None else _k.Reader
+    _run_fast = _run_hiredis if _k is None else _run_kernel
 
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
         c = self.client

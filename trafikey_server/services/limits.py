@@ -167,6 +167,7 @@ def huge_bulk_pattern(limit: int) -> Any:
 
 def apply_proto_max_bulk_len(server: Server, value: int) -> None:
     server.huge_bulk = huge_bulk_pattern(value)
+    server.max_bulk = value
 
 
 # -- maxmemory ----------------------------------------------------------------------

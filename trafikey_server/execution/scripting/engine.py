@@ -36,6 +36,7 @@ from ...protocol.keyspecs import request_keys
 from ...services.acl import CTX_LUA, error_text
 from ...services.client import Client
 from ...services.limits import NOREPLICAS, OOM
+from ...util import native
 from ...util.errors import CommandError
 from ...util.floats import format_double
 from ...util.slots import keyslot
@@ -278,13 +279,17 @@ class Engine:
         self.state = table_from({b"resp": 2})
         self.libraries = libraries(self)
         api = {
-            b"call": self._api_call, b"pcall": self._api_pcall, b"sha1hex": _api_sha1hex, b"log": self._api_log,
+            b"sha1hex": _api_sha1hex, b"log": self._api_log,
             b"setresp": self._api_setresp, b"set_repl": self._api_set_repl, b"acl_check_cmd": self._api_acl_check,
             b"random": self._api_random, b"randomseed": self._api_randomseed,
             b"register_function": self.libraries.register,
         }
         py = table_from({
             **{k: ApiFunction(f) for k, f in api.items()},
+            # Scripts see server.call and server.pcall only through the
+            # prelude's Lua wrappers, never these: no ApiFunction frame on
+            # the path of every command a script runs.
+            b"call": self._api_call, b"pcall": self._api_pcall,
             b"unwrap": self._unwrap, b"double": self._double, b"hook": self._hook,
             b"killed_message": self._killed_message, b"state": self.state,
             b"call_table": self._api_call_table, b"pcall_table": self._api_pcall_table,
@@ -299,6 +304,8 @@ class Engine:
         self._errmsg = fns[b"errmsg"]
         global _ARRAY
         _ARRAY = fns[b"array"]
+        if _k is not None:
+            _k.set_array(_ARRAY)
 
     # -- the server API, as C functions to Lua --------------------------------------------------
 
@@ -356,17 +363,9 @@ class Engine:
         run = self.run
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
-        argv: list[bytes] = []
-        for a in args:
-            if type(a) is bytes:
-                argv.append(a)
-            else:
-                argv = _argv(args)  # type: ignore[assignment]
-                if type(argv) is bytes:
-                    return 3, argv
-                break
-        if not argv:
-            return 3, b"ERR Please specify at least one argument for this call"
+        argv = _script_argv(args)
+        if type(argv) is bytes:
+            return 3, argv
         cmd = self.server.table.fast.get(argv[0])
         if cmd is None:
             try:
@@ -409,7 +408,7 @@ class Engine:
             return 0, int(reply[1:-2])
         if t == 36 and reply[1] != 45:  # a bulk string
             return 0, reply[reply.index(b"\r\n") + 2 : -2]
-        return decode(reply, self.table_from)
+        return _decode(reply, self.table_from)
 
     def command_flags(self, cmd: Command, argv: list[bytes]) -> tuple[bool, bool]:
         """(write, deny-oom) of an EVAL or FCALL request, as Valkey's
@@ -919,3 +918,10 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
         body = buf[nxt : nxt + n]
         return table_from({b"verbatim_string": table_from({b"format": body[:3], b"string": body[4:]})}), nxt + n + 2
     raise ValueError(f"unexpected reply type {chr(t)!r}")
+
+
+# The bridge's two conversions, compiled when built (cbridge.pyx: the same
+# conversions in C), else the pure ones above.
+_k = native.load("execution.scripting.cbridge")
+_script_argv: Callable[[tuple[Any, ...]], list[bytes] | bytes] = _argv if _k is None else _k.argv
+_decode: Callable[[bytes, Any], tuple[int, Any]] = decode if _k is None else _k.decode
