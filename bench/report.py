@@ -1,4 +1,4 @@
-"""Section 6: medians, ratios, the issue's targets, the markdown and the PNG.
+"""Section 6: medians, ratios, the speed targets, the markdown and the PNG.
 
 Every ratio is trafikey-server / Valkey (or / the named baseline), and every
 table says which way is better: for requests or jobs per second higher is
@@ -163,7 +163,7 @@ class Target:
 
 
 def targets(r: Results) -> list[Target]:
-    """The issue's targets, each with the ratio it is judged on."""
+    """The speed targets, each with the ratio it is judged on."""
     out: list[Target] = []
     for t in TESTS:
         for p, bound in (("P1", 0.9), ("P16", 0.5)):
@@ -458,8 +458,9 @@ def _streams(r: Results) -> list[str]:
 
 
 def _targets(r: Results) -> list[str]:
-    out = ["## Targets (issue 5)", "",
-           "Each ratio is judged as the issue states it. For the command rows, the last column judges the same"
+    out = ["## Targets", "",
+           "Each ratio is judged as the target states it (the README's Speed section)."
+           " For the command rows, the last column judges the same"
            " bound on server CPU instead (Valkey µs/req ÷ trafikey µs/req: the throughput each server would reach"
            " with its core to itself); it is the fairer figure wherever a row is marked `(gen)`, because a"
            " saturated generator caps the faster server's rps and so flatters the ratio.", "",
@@ -514,7 +515,7 @@ def png(r: Results, path: Path) -> str | None:
     ax.set_xlabel("ratio, log scale (rps: higher is better; CPU and memory: lower is better);"
                   " black tick = target; green = met, red = missed (compiled build);"
                   " open circle = pure Python, same run", fontsize=8)
-    title = "trafikey-server / valkey-server 9.1.2 against the issue's targets"
+    title = "trafikey-server / valkey-server 9.1.2 against the speed targets"
     if r.meta.get("quick"):
         title += "\n(quick mode: tiny counts, meaningless ratios)"
     ax.set_title(title, fontsize=10)
