@@ -22,6 +22,7 @@ from typing import Any
 import hiredis
 import pytest
 from helpers.resp_wire import encode
+from helpers.transport import Transport
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -36,38 +37,6 @@ pytestmark = pytest.mark.skipif(
     CREADER is None, reason="the compiled reader is not built (python3 setup.py build_ext --inplace)")
 
 MAX_BULK = 1 << 20
-
-
-class Transport:
-    """What Connection uses of an asyncio transport, keeping the writes."""
-
-    def __init__(self) -> None:
-        self.written = b""
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        assert not self.closed, "write after close"
-        self.written += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    abort = close
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 6379) if name in ("peername", "sockname") else default
 
 
 class KernelConnection(Connection):

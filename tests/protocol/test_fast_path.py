@@ -15,11 +15,11 @@ from __future__ import annotations
 import importlib
 import itertools
 import tempfile
-from typing import Any
 
 import hiredis
 import pytest
 from helpers.resp_wire import encode
+from helpers.transport import Transport
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,32 +27,6 @@ from trafikey_server.network.connection import Connection
 from trafikey_server.server import Server
 from trafikey_server.services.config import Config
 from trafikey_server.util import native
-
-
-class Transport:
-    """What Connection uses of an asyncio transport, keeping the writes."""
-
-    def __init__(self) -> None:
-        self.written = b""
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        assert not self.closed, "write after close"
-        self.written += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    abort = close
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 6379) if name in ("peername", "sockname") else default
 
 
 class ExactConnection(Connection):
