@@ -48,6 +48,9 @@ OWN = {
                             "# tests (key expiry, leases, schedules). Never on a production server.",
     "cluster-slot-checks": "Refuses keys of one command that hash to different slots (CROSSSLOT), as a\n"
                            "# cluster would, so a suite catches them before it meets a cluster.",
+    "seed": "Seeds every random draw (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, RANDOMKEY,\n"
+            "# eviction, the start of Lua's math.random, run_id), so that a run repeats them;\n"
+            "# an integer, or empty to draw from the OS. CONFIG SET seed re-seeds at once.",
 }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import secrets
 import signal
 import sys
 import time
@@ -39,11 +38,12 @@ from .services.observe import Observer
 from .services.pause import Pause
 from .services.pubsub import PubSub
 from .services.tracking import Tracking
-from .util import native
+from .util import native, rand
 from .util.clock import Clock
 from .util.log import Log
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from .values import registry as valuetypes
+from .values.set_type import SetValue
 
 if TYPE_CHECKING:
     from .network.connection import Connection
@@ -58,7 +58,9 @@ class Server:
         self.config = config
         self.table = table or default_table()
         self.clock = Clock()
-        self.run_id = secrets.token_hex(20)
+        # --seed fixes every random draw (util/rand.py), run_id included.
+        rand.reseed(rand.parse(config.values["seed"]))
+        self.run_id = rand.token_hex(20, "run_id")
         self.run_id_b = self.run_id.encode()
         self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
         self.hash_limits = self.zset_limits = (0, 0)
@@ -171,6 +173,20 @@ class Server:
             if vt.listpack_limits is not None:
                 attr, entries, value = vt.listpack_limits
                 setattr(self, attr, (v[entries], v[value]))
+
+    def reseed(self) -> None:
+        """CONFIG SET seed: the command draws and the Lua generator start
+        again from the seed (the run_id, drawn once per process, stays).
+        What earlier draws left behind (the sets' draw pools, eviction's
+        key snapshots and candidates) is dropped, so that the draws to come
+        depend on the seed and the keyspace alone."""
+        rand.reseed(rand.parse(self.config.values["seed"]))
+        self.scripting.reseed_random()
+        self.memory.forget_samples()
+        for db in self.dbs:
+            for v in db.data.values():
+                if type(v) is SetValue:
+                    v.pool = None
 
     # -- clients -------------------------------------------------------------
 

@@ -193,6 +193,8 @@ def acl_genpass(c: Client, argv: list[bytes]) -> bytes:
     if bits <= 0 or bits > 4096:
         raise CommandError(b"ERR ACL GENPASS argument must be the number of bits for the output password, "
                            b"a positive number up to 4096")
+    # The OS's randomness whatever --seed says: a password anyone knowing
+    # the seed could recompute would be none, and nothing else depends on it.
     return bulk(secrets.token_hex((bits + 7) // 8)[: (bits + 3) // 4].encode())
 
 

@@ -5,7 +5,6 @@ loadable modules here, only the built-in Lua engine Valkey itself lists)."""
 
 from __future__ import annotations
 
-import random
 import time
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from ..protocol.args import Args
 from ..protocol.resp import OK, array, bulk
 from ..util.errors import CommandError
 from ..util.parsing import to_int
+from ..util.rand import rng
 from ..util.versions import VALKEY_VERSION
 from .connection import lua_module
 from .server import local_client
@@ -106,8 +106,8 @@ def lolwut(c: Client, argv: list[bytes]) -> bytes:
     if major == b"9":
         if len(args) > 4 or any(to_int(a) is None for a in args[:2]) or any(_float(a) is None for a in args[2:]):
             raise CommandError(_LOLWUT_SYNTAX)
-        real = float(args[2]) if len(args) > 2 else random.uniform(-1, 1)
-        imag = float(args[3]) if len(args) > 3 else random.uniform(-1, 1)
+        real = float(args[2]) if len(args) > 2 else rng.uniform(-1, 1)
+        imag = float(args[3]) if len(args) > 3 else rng.uniform(-1, 1)
         return c.r.verbatim(b"Ascii representation of Julia set with constant %.2f + %.2fi\n"
                             b"Don't forget to have fun!%s" % (real, imag, tail))
     return c.r.verbatim(b"Valkey ver." + VALKEY_VERSION.encode() + b"\n")

@@ -15,7 +15,6 @@ hash-max-listpack-value bytes switches it, and it never switches back.
 
 from __future__ import annotations
 
-import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from ..util.glob import matcher
 from ..util.longdouble import incr_by_float
 from ..util.longdouble import parse as parse_long_double
 from ..util.parsing import LLONG_MAX, LLONG_MIN, to_int
+from ..util.rand import rng
 from ..values.hash import Hash
 
 if TYPE_CHECKING:
@@ -364,8 +364,8 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
             return c.r.null
         if h.ttl is not None:
             live = h.live_items(c.db.clock.ms())
-            return bulk(random.choice(live)[0]) if live else c.r.null
-        return bulk(next(islice(iter(h), random.randrange(len(h)), None)))
+            return bulk(rng.choice(live)[0]) if live else c.r.null
+        return bulk(next(islice(iter(h), rng.randrange(len(h)), None)))
     count, withvalues = random_count_args(argv, b"withvalues")
     h = c.db.get_hash(argv[1])
     if h is None and c.db.events:
@@ -392,10 +392,10 @@ def _random_items(h: Hash, count: int, now: int) -> list[tuple[bytes, bytes]]:
     if not n:
         return []
     if count < 0 or count == 1:
-        return [items[random.randrange(n)] for _ in range(abs(count))]
+        return [items[rng.randrange(n)] for _ in range(abs(count))]
     if count >= n:
         return items
-    picks = random.sample(range(n), count)
+    picks = rng.sample(range(n), count)
     if not h.big:
         picks.sort()
     return [items[i] for i in picks]

@@ -35,7 +35,6 @@ policy it answers 5, Valkey's counter for a key just written.
 
 from __future__ import annotations
 
-import random
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +44,7 @@ from ..protocol.resp import OK, ONE, ZERO, bulk, bulks, integer, status
 from ..util.errors import CommandError, not_integer, syntax
 from ..util.glob import matcher
 from ..util.parsing import LLONG_MAX, parse_int, to_int
+from ..util.rand import rng
 from ..values.registry import BY_NAME, of, type_name
 from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
@@ -129,12 +129,12 @@ def randomkey(c: Client, argv: list[bytes]) -> bytes:
     for _ in range(16):
         if not data:
             return c.r.null
-        key = next(islice(data, random.randrange(len(data)), None))
+        key = next(islice(data, rng.randrange(len(data)), None))
         if db.get(key) is not None:
             return bulk(key)
         data = db.data
     live = list(db.live_keys())
-    return bulk(random.choice(live)) if live else c.r.null
+    return bulk(rng.choice(live)) if live else c.r.null
 
 
 # -- expiry ------------------------------------------------------------------------

@@ -10,13 +10,13 @@ Valkey's does.
 
 from __future__ import annotations
 
-import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk_run, bulks, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.parsing import to_int
+from ..util.rand import rng
 from ..values.set_type import (
     HASHTABLE,
     INTSET,
@@ -214,7 +214,7 @@ def _spop_count(c: Client, argv: list[bytes]) -> bytes:
         db.touch(key)
         return _bulks_set(c, members)
     order = s.members()
-    picked = set(random.sample(range(len(order)), n))
+    picked = set(rng.sample(range(len(order)), n))
     popped = [m for i, m in enumerate(order) if i in picked]
     if (len(order) - n) * 5 > n:
         for m in popped:
@@ -256,10 +256,10 @@ def srandmember(c: Client, argv: list[bytes]) -> bytes:
         return EMPTY_ARRAY
     order = s.members()
     if n < 0 or n == 1:
-        return _bulks_array([random.choice(order) for _ in range(abs(n))])
+        return _bulks_array([rng.choice(order) for _ in range(abs(n))])
     if n >= len(order):
         return _bulks_array(order)
-    picked = set(random.sample(range(len(order)), n))
+    picked = set(rng.sample(range(len(order)), n))
     return _bulks_array([m for i, m in enumerate(order) if i in picked])
 
 

@@ -12,7 +12,6 @@ RESP3); with WITHSCORES, RESP2 gets one flat array and RESP3 an array of
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
 from ..util.parsing import index_span, parse_int, to_int
+from ..util.rand import rng
 from ..values.set_type import SetValue
 from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, Index, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
@@ -665,7 +665,7 @@ def zrandmember(c: Client, argv: list[bytes]) -> bytes:
         if c.db.events:
             c.db.events.emit(c.db, b"keymiss", argv[1])
         return c.r.null
-    return bulk(zs.index[random.randrange(len(zs))][1])
+    return bulk(zs.index[rng.randrange(len(zs))][1])
 
 
 def _random_pairs(zs: ZSet, count: int) -> list[tuple[float, bytes]]:
@@ -676,10 +676,10 @@ def _random_pairs(zs: ZSet, count: int) -> list[tuple[float, bytes]]:
     index = zs.index
     n = len(index)
     if count < 0 or count == 1:
-        return [index[random.randrange(n)] for _ in range(abs(count))]
+        return [index[rng.randrange(n)] for _ in range(abs(count))]
     if count >= n:
         return list(index.islice(reverse=True))
-    picks = random.sample(range(n), count)
+    picks = rng.sample(range(n), count)
     if not zs.big:
         picks.sort()
     return [index[i] for i in picks]

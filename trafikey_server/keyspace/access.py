@@ -10,9 +10,8 @@ LFU policy is selected, as ``minutes << 8 | counter`` by ``Lfu.hit``.
 
 from __future__ import annotations
 
-import random
-
 from ..util.clock import Clock
+from ..util.rand import rng
 
 # Valkey's LFU_INIT_VAL: a new key's counter, so that it is not evicted at once.
 LFU_INIT_VAL = 5
@@ -61,7 +60,7 @@ class Lfu:
             base = counter - LFU_INIT_VAL
             if base < 0:
                 base = 0
-            if random.random() < 1.0 / (base * self.log_factor + 1):
+            if rng.random() < 1.0 / (base * self.log_factor + 1):
                 counter += 1
         access[key] = self.minutes() << 8 | counter
 

@@ -404,7 +404,24 @@ def _apply_observe(server: Any, value: int) -> None:
     server.observer.reconfigured()
 
 
+def _apply_seed(server: Any, value: str) -> None:
+    """CONFIG SET seed restarts every random sequence at once, even to the
+    seed already set (util/rand.py; the Lua generator too)."""
+    server.reseed()
+
+
 # -- the special options ----------------------------------------------------------------------
+
+
+def _seed(text: str, current: Any) -> str:
+    """seed: empty (drawn from the OS) or an integer of 64 bits, shown as
+    Valkey prints a number."""
+    if not text:
+        return ""
+    v = to_int(text.encode("utf-8", "surrogateescape"))
+    if v is None:
+        raise ConfigError(NOT_INTEGER)
+    return str(v)
 
 
 def _save(text: str, current: Any) -> str:
@@ -761,6 +778,7 @@ def _options() -> list[Option]:
     S("emq-brand", "echomq:6.0.0", mutable=False),
     B("enable-clock-command", False, mutable=False),
     B("cluster-slot-checks", False, apply=_apply_slot_checks),
+    X("seed", "", _seed, apply=_apply_seed),
     ]
 
 

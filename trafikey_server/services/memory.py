@@ -30,11 +30,11 @@ the event loop, Valkey's eviction time proc).
 
 from __future__ import annotations
 
-import random
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..keyspace.access import Lfu, idle_ms
+from ..util.rand import rng
 from ..values.record import alloc_size, sds_size
 from ..values.registry import of
 from .config import register_apply
@@ -111,7 +111,7 @@ class _Sampler:
         for _ in range(2):
             # Spread picks: the dict's order is the order of writes, which
             # a run of neighbours would mirror (Valkey's buckets are hashed).
-            found = [key for key in (keys[int(random.random() * len(keys))] for _ in range(k)) if key in src]
+            found = [key for key in (keys[int(rng.random() * len(keys))] for _ in range(k)) if key in src]
             if found:
                 return found
             # Only keys gone since the snapshot: take it again.
@@ -377,6 +377,14 @@ class Memory:
         pool.insert(k, (score, dbid, key))
         if len(pool) > POOL_SIZE:
             pool.pop(0)
+
+    def forget_samples(self) -> None:
+        """A re-seeding (CONFIG SET seed): the key snapshots and the pool of
+        candidates drawn before it go, so the picks after it repeat those
+        of a server given the same seed and keyspace."""
+        self.samplers = {}
+        self.pool = []
+        self.next_db = 0
 
     def _sampler(self, dbid: int, allkeys: bool) -> _Sampler:
         s = self.samplers.get((dbid, allkeys))

@@ -32,12 +32,13 @@ one attribute lookup per register.
 from __future__ import annotations
 
 import math
-import random
 import re
 from bisect import bisect_right
 from itertools import accumulate
 from operator import itemgetter
 from struct import Struct
+
+from ..util.rand import rng
 
 HDR = 16
 P = 14
@@ -759,8 +760,8 @@ def selftest(max_bytes: int, cycles: int = 1000, limit: int = 100_000) -> bytes 
     elements agree and stay within six standard errors, at cardinalities
     1, 10, 100, ... up to ``limit`` (Valkey goes on to 10**7, which pure
     Python cannot do in a command's time). None on success, else the
-    error text."""
-    rng = random.Random()
+    error text. The registers and elements are drawn from the server's
+    generator (Valkey's from rand()), so a seeded run repeats."""
     for _ in range(cycles):
         raw = rng.randbytes(REGISTERS).translate(_LOW6)
         back = dense_to_raw(raw_to_dense(raw))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice, pairwise
-from random import randrange
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rdbformat import (
@@ -28,6 +27,7 @@ from ..protocol.rdbformat import (
     listpack_entries,
 )
 from ..util.parsing import to_int
+from ..util.rand import rng
 from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 INTSET, LISTPACK, HASHTABLE = 0, 1, 2
 T_SET_INTSET, T_SET_LISTPACK = 11, 20
 _NAMES = (b"intset", b"listpack", b"hashtable")
+# Bound once: the seeded generator is re-seeded in place, never replaced.
+randrange = rng.randrange
 
 
 class SetValue(dict):  # type: ignore[type-arg]
@@ -48,7 +50,9 @@ class SetValue(dict):  # type: ignore[type-arg]
     members each time, as a dict cannot be indexed: a list holding every
     member and perhaps some removed since (drawn, those are dropped and the
     draw repeated, which keeps it uniform). ``add`` drops the pool, since a
-    new member would be missing from it; it is rebuilt when half stale."""
+    new member would be missing from it; it is rebuilt when half stale.
+    Built from the dict and changed only by draws, its order follows the
+    commands, never the string hash, so a seeded draw repeats in any process."""
 
     __slots__ = ("enc", "pool")
 

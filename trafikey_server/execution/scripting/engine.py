@@ -36,7 +36,7 @@ from ...protocol.keyspecs import request_keys
 from ...services.acl import CTX_LUA, error_text
 from ...services.client import Client
 from ...services.limits import NOREPLICAS, OOM
-from ...util import native
+from ...util import native, rand
 from ...util.errors import CommandError
 from ...util.floats import format_double
 from ...util.slots import keyslot
@@ -268,7 +268,10 @@ class Engine:
         self.scripts: dict[bytes, Script] = {}
         self.evicted = 0
         self._eval_lru: OrderedDict[bytes, None] = OrderedDict()
+        # Valkey's generator starts at lrand48's fixed state and is never
+        # seeded again but by math.randomseed; a --seed moves its start.
         self._rand = 0x1234ABCD330E
+        self.reseed_random()
         versions = self.lua.table_from({
             b"REDIS_VERSION_NUM": _version_num(REDIS_COMPAT_VERSION), b"REDIS_VERSION": REDIS_COMPAT_VERSION.encode(),
             b"VALKEY_VERSION_NUM": _version_num(VALKEY_VERSION), b"VALKEY_VERSION": VALKEY_VERSION.encode(),
@@ -559,6 +562,14 @@ class Engine:
 
     def _api_randomseed(self, *args: Any) -> None:
         self._rand = _lrand48_seed(self._check_int(args, 1))
+
+    def reseed_random(self) -> None:
+        """With a server seed (util/rand.py), math.random starts as after a
+        math.randomseed of a number drawn from it; without one it is left as
+        it is, which at start is Valkey's fixed state."""
+        g = rand.derived("lua")
+        if g is not None:
+            self._rand = _lrand48_seed(g.getrandbits(32))
 
     def _double(self, d: float, resp: int) -> bytes:
         s = format_double(float(d))  # lupa hands integral numbers over as int
