@@ -187,8 +187,9 @@ def fault_add(c: Client, argv: list[bytes]) -> bytes:
         opt = a.word()
         if opt == b"command":
             name = a.next().lower()
-            if c.server.table.lookup(name.partition(b"|")[0]) is None or (
-                    b"|" in name and c.server.table.lookup(name) is None):
+            head, bar, sub = name.partition(b"|")
+            root = c.server.table.lookup(head)
+            if root is None or (bar and sub not in root.subcommands):
                 raise CommandError(b"ERR Invalid command specified")
             rule.command = name
         elif opt == b"key":
