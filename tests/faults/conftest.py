@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from helpers.resp_wire import Wire
 from helpers.servers import Proc, start_trafikey
 
 
@@ -20,13 +21,17 @@ def fault_server() -> Iterator[Proc]:
 
 
 def clean(port: int) -> None:
-    r = redis.Redis(port=port)
+    """On a raw connection: a rule left without options would match a
+    client library's own handshake."""
+    w = Wire(port)
     try:
-        r.execute_command("TRAFIKEY.FAULT", "RESET")
-        r.execute_command("TRAFIKEY.CLOCK", "RELEASE")
-        r.flushall()
+        assert w.call("TRAFIKEY.FAULT", "RESET") == b"+OK\r\n"
+        w.call("TRAFIKEY.CLOCK", "RELEASE")
+        assert w.call("FLUSHALL") == b"+OK\r\n"
+        assert w.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
     finally:
-        r.close()
+        w.close()
+
 
 
 @pytest.fixture
@@ -34,7 +39,7 @@ def r(fault_server: Proc) -> Iterator[redis.Redis]:
     """The controlling client (rules, keyspace checks); it never matches a
     rule the tests add, which all name another client or command."""
     clean(fault_server.port)
-    client = redis.Redis(port=fault_server.port)
+    client = redis.Redis(port=fault_server.port, protocol=2)
     yield client
     client.close()
     clean(fault_server.port)

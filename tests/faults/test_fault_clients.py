@@ -20,6 +20,7 @@ import pytest
 import redis
 import redis.asyncio
 from helpers.servers import Proc
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
     BusyLoadingError,
@@ -95,7 +96,7 @@ def test_moved_error_carries_slot_and_address(r: redis.Redis, fault_server: Proc
 def test_retry_on_an_error_reply(r: redis.Redis, fault_server: Proc) -> None:
     """``retry_on_error`` makes a refusal retried: LOADING twice, then the
     command runs once."""
-    add(r, "ERROR", "LOADING", "COMMAND", "incr", "TIMES", 2)
+    add(r, "ERROR", "LOADING", "COMMAND", "incrby", "TIMES", 2)
     c = client(fault_server, retries=3, retry_on_error=[BusyLoadingError])
     before = fired(r)
     try:
@@ -107,7 +108,7 @@ def test_retry_on_an_error_reply(r: redis.Redis, fault_server: Proc) -> None:
 
 
 def test_no_retry_surfaces_the_connection_error(r: redis.Redis, fault_server: Proc) -> None:
-    add(r, "DROP", "COMMAND", "incr", "TIMES", 1)
+    add(r, "DROP", "COMMAND", "incrby", "TIMES", 1)
     c = client(fault_server)
     try:
         with pytest.raises(RedisConnectionError):
@@ -124,7 +125,7 @@ def test_retry_on_a_closed_connection(r: redis.Redis, fault_server: Proc, kind: 
                                       runs: int) -> None:
     """The Retry reconnects and sends INCR again: dropped before it ran,
     it runs once; dropped or cut after, it has run twice."""
-    add(r, *kind, "COMMAND", "incr", "TIMES", 1)
+    add(r, *kind, "COMMAND", "incrby", "TIMES", 1)
     c = client(fault_server, retries=2)
     try:
         assert c.incr("n") == runs
@@ -137,7 +138,7 @@ def test_retry_on_a_timeout(r: redis.Redis, fault_server: Proc) -> None:
     """A reply held on a frozen clock never comes: the socket timeout
     fires, the Retry reconnects and sends INCR again, which runs too."""
     r.execute_command("TRAFIKEY.CLOCK", "FREEZE")
-    add(r, "DELAY", 60_000, "COMMAND", "incr", "TIMES", 1)
+    add(r, "DELAY", 60_000, "COMMAND", "incrby", "TIMES", 1)
     c = client(fault_server, retries=2, socket_timeout=0.2)
     try:
         assert c.incr("n") == 2
@@ -148,7 +149,7 @@ def test_retry_on_a_timeout(r: redis.Redis, fault_server: Proc) -> None:
 
 def test_timeout_without_retry(r: redis.Redis, fault_server: Proc) -> None:
     r.execute_command("TRAFIKEY.CLOCK", "FREEZE")
-    add(r, "DELAY", 60_000, "COMMAND", "incr", "TIMES", 1)
+    add(r, "DELAY", 60_000, "COMMAND", "incrby", "TIMES", 1)
     c = client(fault_server, socket_timeout=0.2)
     try:
         with pytest.raises(RedisTimeoutError):
@@ -161,7 +162,7 @@ def test_timeout_without_retry(r: redis.Redis, fault_server: Proc) -> None:
 def test_pipeline_under_drop_after(r: redis.Redis, fault_server: Proc) -> None:
     """A pipeline whose connection is lost after the server ran part of it:
     the commands before the rule's have run, the rule's ran, the rest not."""
-    add(r, "DROP-AFTER", "COMMAND", "incr", "KEY", "b")
+    add(r, "DROP-AFTER", "COMMAND", "incrby", "KEY", "b")
     c = client(fault_server)
     try:
         pipe = c.pipeline(transaction=False)
@@ -178,12 +179,12 @@ def test_asyncio_client(r: redis.Redis, fault_server: Proc) -> None:
     connection error per closed connection, retries that reconnect, and a
     delayed reply that does not hold up another connection."""
     add(r, "ERROR", "READONLY", "COMMAND", "set", "TIMES", 1)
-    add(r, "DROP-AFTER", "COMMAND", "incr", "TIMES", 1)
+    add(r, "DROP-AFTER", "COMMAND", "incrby", "TIMES", 1)
 
     async def scenario() -> None:
-        plain = redis.asyncio.Redis(port=fault_server.port, client_name="victim", retry=Retry(NoBackoff(), 0))
+        plain = redis.asyncio.Redis(port=fault_server.port, client_name="victim", retry=AsyncRetry(NoBackoff(), 0))
         retrying = redis.asyncio.Redis(port=fault_server.port, client_name="victim",
-                                       retry=Retry(ExponentialBackoff(cap=0.05, base=0.001), 2))
+                                       retry=AsyncRetry(ExponentialBackoff(cap=0.05, base=0.001), 2))
         other = redis.asyncio.Redis(port=fault_server.port)
         try:
             with pytest.raises(ReadOnlyError):

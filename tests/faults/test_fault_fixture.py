@@ -49,8 +49,8 @@ def test_every_kind_through_the_fixture(trafikey, trafikey_server, trafikey_faul
         trafikey_faults.ask("10.0.0.2:6380", command="hget", times=1),
         trafikey_faults.drop(command="lpush", times=1),
         trafikey_faults.drop_after(command="rpush", times=1),
-        trafikey_faults.cut(3, command="incr", times=1),
-        trafikey_faults.delay(500, command="decr", times=1),
+        trafikey_faults.cut(3, command="incrby", times=1),
+        trafikey_faults.delay(500, command="decrby", times=1),
     ]
     assert ids == sorted(ids) and len(set(ids)) == 7
     assert [(r["id"], r["kind"]) for r in trafikey_faults.list()] == list(zip(ids, [

@@ -27,8 +27,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import hiredis
 import pytest
 import redis
+from helpers.resp_wire import Wire
 from helpers.servers import Proc, start_trafikey
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import BusyLoadingError
@@ -48,6 +50,14 @@ def server() -> Iterator[Proc]:
     p = start_trafikey("--enable-fault-command", "yes", "--enable-clock-command", "yes")
     yield p
     p.stop()
+
+
+def hiredis_list(raw: bytes) -> list[list[object]]:
+    reader = hiredis.Reader()
+    reader.feed(raw)
+    out = reader.gets()
+    assert isinstance(out, list)
+    return out
 
 
 @dataclass
@@ -125,8 +135,10 @@ def test_lost_and_refused_claims_and_completions(server: Proc) -> None:
         stop.set()
         for t in threads:
             t.join(30)
-    rules = r.execute_command("TRAFIKEY.FAULT", "LIST")
-    fired = {(rule[3], rule[rule.index(b"command") + 1]): rule[-1] for rule in rules}
+    w = Wire(server.port)  # RESP2: each rule a flat list of field and value
+    rules = [dict(zip(e[::2], e[1::2], strict=True)) for e in hiredis_list(w.call("TRAFIKEY.FAULT", "LIST"))]
+    w.close()
+    fired = {(rule[b"kind"], rule[b"command"]): rule[b"fired"] for rule in rules}
     r.execute_command("TRAFIKEY.FAULT", "RESET")
     r.execute_command("TRAFIKEY.CLOCK", "RELEASE")
 

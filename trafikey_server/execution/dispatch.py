@@ -373,6 +373,7 @@ def _fault(c: Client, cmd: Command, argv: list[bytes], rule: Rule) -> bytes:
         server.blocking.delay(c, reply, rule.value)
         return POSTPONED
     c.closing = True
+    c.pushed = None  # nothing follows the lost or cut reply
     if kind == b"cut":
         assert isinstance(rule.value, int)
         return reply[:rule.value]
