@@ -23,6 +23,7 @@ from helpers.servers import Proc
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
+    AskError,
     BusyLoadingError,
     ClusterDownError,
     MasterDownError,
@@ -210,3 +211,33 @@ def test_asyncio_client(r: redis.Redis, fault_server: Proc) -> None:
     assert r.get("n") == b"2"
     assert r.get("free") == b"yes"
 
+
+
+ASYNC_CASES = [
+    (("ERROR", "OOM"), OutOfMemoryError, None),
+    (("MOVED", "10.0.0.9:7000"), MovedError, None),
+    (("ASK", "10.0.0.9:7000"), AskError, None),
+    (("DROP",), RedisConnectionError, None),
+    (("DROP-AFTER",), RedisConnectionError, b"v"),
+    (("CUT", 1), RedisConnectionError, b"v"),
+]
+
+
+@pytest.mark.parametrize(("kind", "exc", "after"), ASYNC_CASES, ids=[c[0][0].lower() for c in ASYNC_CASES])
+def test_asyncio_each_kind(r: redis.Redis, fault_server: Proc, kind: tuple[object, ...], exc: type[Exception],
+                           after: bytes | None) -> None:
+    """Each kind through the asyncio client without retries: the exception
+    it raises, and the keyspace (written only by the kinds that run)."""
+    add(r, *kind, "COMMAND", "set", "TIMES", 1)
+
+    async def scenario() -> None:
+        c = redis.asyncio.Redis(port=fault_server.port, client_name="victim", retry=AsyncRetry(NoBackoff(), 0))
+        try:
+            with pytest.raises(exc):
+                await c.set("k", "v")
+            assert await c.ping()  # a new connection if the old one was closed; the rule is spent
+        finally:
+            await c.aclose()
+
+    asyncio.run(scenario())
+    assert r.get("k") == after

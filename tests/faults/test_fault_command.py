@@ -183,6 +183,11 @@ def test_info_section(r: redis.Redis, fault_server: Proc) -> None:
     assert now["faults_fired_drop"] == start["faults_fired_drop"]
     # The refusals count as errors, under their own code, as Valkey counts them.
     assert r.info("errorstats")["errorstat_LOADING"]["count"] >= 2
+    # CONFIG RESETSTAT zeroes the firings; the rules stay.
+    r.config_resetstat()
+    assert info_faults(r) == {"fault_rules": 1, "faults_fired": 0, "faults_fired_error": 0, "faults_fired_moved": 0,
+                              "faults_fired_ask": 0, "faults_fired_drop": 0, "faults_fired_drop_after": 0,
+                              "faults_fired_cut": 0, "faults_fired_delay": 0}
 
 
 def test_monitor_sees_the_request_then_the_rule(r: redis.Redis, fault_server: Proc) -> None:

@@ -187,6 +187,11 @@ class Faults:
 
     # -- INFO ----------------------------------------------------------------------
 
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: the firings counted so far (the rules' own
+        counts, shown by LIST, stay with them)."""
+        self.fired = dict.fromkeys(KINDS, 0)
+
     def info(self) -> list[tuple[str, object]]:
         fields: list[tuple[str, object]] = [("fault_rules", len(self.rules)),
                                             ("faults_fired", sum(self.fired.values()))]
