@@ -199,7 +199,10 @@ def test_monitor_sees_the_request_then_the_rule(r: redis.Redis, fault_server: Pr
         w.call("CLIENT", "SETNAME", "victim")
         assert w.call("GET", "k") == b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
         assert w.call("SET", "k", "v") == b"+OK\r\n"
-        lines = [mon.read_reply() for _ in range(4)]
+        cut = r.execute_command("TRAFIKEY.FAULT", "ADD", "CUT", 2, "COMMAND", "INCR", "CLIENTNAME", "victim")
+        w.send_raw(b"INCR n\r\n")
+        assert w.read_until_closed() == b":1"
+        lines = [mon.read_reply() for _ in range(6)]
     finally:
         w.close()
         mon.close()
@@ -207,7 +210,9 @@ def test_monitor_sees_the_request_then_the_rule(r: redis.Redis, fault_server: Pr
     assert lines[1].endswith(b'"GET" "k"\r\n')
     assert lines[2].endswith(b'"TRAFIKEY.FAULT" "FIRED" "%d" "ERROR" "TRYAGAIN"\r\n' % rid)
     assert lines[3].endswith(b'"SET" "k" "v"\r\n')
-    assert r.exists("k") == 1
+    assert lines[4].endswith(b'"INCR" "n"\r\n')  # it ran, then the rule cut its reply
+    assert lines[5].endswith(b'"TRAFIKEY.FAULT" "FIRED" "%d" "CUT" "2"\r\n' % cut)
+    assert r.mget("k", "n") == [b"v", b"1"]
 
 
 def test_matching(r: redis.Redis, fault_server: Proc) -> None:

@@ -178,14 +178,16 @@ def test_delay_on_a_frozen_clock(r: redis.Redis, fault_server: Proc) -> None:
         assert r.exists("after") == 0  # what followed waits
         assert r.ping()
         assert quiet(w)
+        w.send_raw(encode("INCR", "n"))  # a later read waits too
         assert r.execute_command("TRAFIKEY.CLOCK", "ADVANCE", 999) == t0 + 999
         assert quiet(w)
         assert r.exists("after") == 0
+        assert r.get("n") == b"1"
         r.execute_command("TRAFIKEY.CLOCK", "ADVANCE", 1)
-        assert [w.read_reply() for _ in range(3)] == [b":1\r\n", b"+OK\r\n", b"$1\r\n1\r\n"]
+        assert [w.read_reply() for _ in range(4)] == [b":1\r\n", b"+OK\r\n", b"$1\r\n1\r\n", b":2\r\n"]
     finally:
         w.close()
-    assert calls(r, "incr") == 1
+    assert calls(r, "incr") == 2
 
 
 def test_delay_on_the_running_clock(r: redis.Redis, fault_server: Proc) -> None:
