@@ -322,3 +322,21 @@ def test_config_and_a_server_of_its_own() -> None:
             w.close()
     finally:
         p.stop()
+
+
+def test_probability_fires_on_some_matches(r: redis.Redis, fault_server: Proc) -> None:
+    """PROBABILITY 0.5 over 400 matches: some fire and some do not (bounds
+    loose enough that a fair draw misses them with odds below 1e-20; the
+    draws themselves are the seeded generator's, not checked here)."""
+    rid = r.execute_command("TRAFIKEY.FAULT", "ADD", "ERROR", "ERR coin", "COMMAND", "ping", "CLIENTNAME", "victim",
+                            "PROBABILITY", "0.5")
+    w = Wire(fault_server.port)
+    try:
+        w.call("CLIENT", "SETNAME", "victim")
+        replies = w.pipeline([("PING",)] * 400)
+    finally:
+        w.close()
+    errors = replies.count(b"-ERR coin\r\n")
+    assert errors + replies.count(b"+PONG\r\n") == 400
+    assert 100 < errors < 300
+    assert rules(r)[0][b"fired"] == errors and rules(r)[0][b"id"] == rid
