@@ -46,6 +46,9 @@ OWN = {
                  "# before it sends anything); 'none' writes none.",
     "enable-clock-command": "Enables TRAFIKEY.CLOCK, which freezes and moves the server's clock for\n"
                             "# tests (key expiry, leases, schedules). Never on a production server.",
+    "enable-fault-command": "Enables TRAFIKEY.FAULT, whose rules answer chosen commands with errors,\n"
+                            "# dropped or cut connections and delayed replies, for tests of a client's\n"
+                            "# retry paths. Never on a production server.",
     "cluster-slot-checks": "Refuses keys of one command that hash to different slots (CROSSSLOT), as a\n"
                            "# cluster would, so a suite catches them before it meets a cluster.",
     "seed": "Seeds every random draw (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, RANDOMKEY,\n"

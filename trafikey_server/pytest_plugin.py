@@ -7,7 +7,9 @@ Installed with the package (entry point ``pytest11``), so a project that
 - ``trafikey`` / ``trafikey_async``: a redis-py client (sync / asyncio) on
   a flushed keyspace, brand key restored, clock back on the system time;
 - ``trafikey_clock``: the server's clock, frozen for the test until it
-  moves it (TRAFIKEY.CLOCK), so lease expiry needs no sleeping.
+  moves it (TRAFIKEY.CLOCK), so lease expiry needs no sleeping;
+- ``trafikey_faults``: fault rules (TRAFIKEY.FAULT) for the test, all
+  deleted after it: errors, lost or cut replies, delays.
 
 Settings come from the ini file (``[pytest]`` / ``[tool.pytest.ini_options]``)
 or the command line, the command line winning: ``trafikey_brand``,
@@ -123,7 +125,8 @@ def server_argv(config: pytest.Config, port: int, directory: Path) -> tuple[list
     if persistence not in PERSISTENCE:
         raise pytest.UsageError(f"trafikey_persistence must be one of {', '.join(PERSISTENCE)}, not {persistence!r}")
     argv = [sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1",
-            "--dir", str(directory), "--enable-clock-command", "yes" if clock else "no"]
+            "--dir", str(directory), "--enable-clock-command", "yes" if clock else "no",
+            "--enable-fault-command", "yes"]
     if persistence != "rdb":
         argv += ["--save", ""]
     argv += ["--appendonly", "yes" if persistence == "aof" else "no"]
@@ -264,4 +267,78 @@ def trafikey_clock(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[S
     clock.freeze()
     yield clock
     clock.release()
+    client.close()
+
+
+class ServerFaults:
+    """The server's fault rules (TRAFIKEY.FAULT). Each method adds one rule
+    and returns its id; ``command``, ``key`` (a glob), ``clientname``,
+    ``times`` and ``probability`` choose the requests it fires on, as
+    TRAFIKEY.FAULT ADD's options do."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def add(self, kind: str, arg: object = None, *, command: str | None = None, key: str | None = None,
+            clientname: str | None = None, times: int | None = None, probability: float | None = None) -> int:
+        args: list[object] = ["ADD", kind] + ([] if arg is None else [arg])
+        for option, value in (("COMMAND", command), ("KEY", key), ("CLIENTNAME", clientname), ("TIMES", times),
+                              ("PROBABILITY", probability)):
+            if value is not None:
+                args += [option, value]
+        return int(self._client.execute_command("TRAFIKEY.FAULT", *args))
+
+    def error(self, text: str, **match: Any) -> int:
+        """Answer ``-text`` instead of running the command (LOADING, BUSY,
+        OOM, READONLY, ... alone stand for the server's own text)."""
+        return self.add("ERROR", text, **match)
+
+    def moved(self, address: str, **match: Any) -> int:
+        return self.add("MOVED", address, **match)
+
+    def ask(self, address: str, **match: Any) -> int:
+        return self.add("ASK", address, **match)
+
+    def drop(self, **match: Any) -> int:
+        """Close the connection; the command does not run."""
+        return self.add("DROP", **match)
+
+    def drop_after(self, **match: Any) -> int:
+        """Run the command, then close the connection: a lost reply."""
+        return self.add("DROP-AFTER", **match)
+
+    def cut(self, nbytes: int, **match: Any) -> int:
+        """Run the command, send ``nbytes`` of its reply, then close."""
+        return self.add("CUT", nbytes, **match)
+
+    def delay(self, ms: int, **match: Any) -> int:
+        """Run the command, hold its reply ``ms`` milliseconds of the
+        server's clock (a frozen clock holds it until moved)."""
+        return self.add("DELAY", ms, **match)
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every rule, as dicts with str keys (values as the server sent them)."""
+        rules = []
+        for entry in self._client.execute_command("TRAFIKEY.FAULT", "LIST"):
+            if isinstance(entry, dict):
+                rules.append({k.decode() if isinstance(k, bytes) else k: v for k, v in entry.items()})
+            else:
+                rules.append({entry[i].decode(): entry[i + 1] for i in range(0, len(entry), 2)})
+        return rules
+
+    def delete(self, *ids: int) -> int:
+        return int(self._client.execute_command("TRAFIKEY.FAULT", "DEL", *ids))
+
+    def reset(self) -> None:
+        self._client.execute_command("TRAFIKEY.FAULT", "RESET")
+
+
+@pytest.fixture
+def trafikey_faults(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[ServerFaults]:
+    """Fault rules for the test; every rule is deleted afterwards."""
+    client = trafikey_server.client()
+    faults = ServerFaults(client)
+    faults.reset()
+    yield faults
+    faults.reset()
     client.close()

@@ -32,6 +32,7 @@ from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
 from .services.config import Config
+from .services.faults import Faults
 from .services.memory import Memory
 from .services.notify import Notify
 from .services.observe import Observer
@@ -146,6 +147,8 @@ class Server:
         # tests ``ready_keys`` (its list of keys to serve) after each command.
         self.blocking = Blocking(self)
         self.ready_keys = self.blocking.ready
+        # TRAFIKEY.FAULT's rules (faults.py); dispatch tries them while any exists.
+        self.faults = Faults(self)
 
     @property
     def expired_keys(self) -> int:

@@ -154,7 +154,8 @@ def test_config_get_patterns_list_aliases(pair) -> None:
     theirs = {k for k, _ in _map_items(v)}
     assert theirs <= ours
     # The only names Valkey lacks are this server's own options.
-    assert ours - theirs == {b"emq-brand", b"enable-clock-command", b"cluster-slot-checks", b"seed"}
+    assert ours - theirs == {b"emq-brand", b"enable-clock-command", b"enable-fault-command",
+                             b"cluster-slot-checks", b"seed"}
 
 
 @pytest.mark.parametrize("mode", ["no", "yes", "local"])

@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 Fields = list[tuple[str, object]]
 
 DEFAULT = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-           "errorstats", "cluster", "keyspace")
+           "errorstats", "cluster", "keyspace", "faults")
 # Valkey's order for everything; a request lists sections in any order.
+# ``faults`` is this server's own, after Valkey's, where a module's sections
+# go; only a server started with --enable-fault-command yes shows it.
 ORDER = ("server", "tls", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
          "commandstats", "errorstats", "latencystats", "cluster", "cluster_info", "scriptingengines",
-         "keyspace", "debug")
+         "keyspace", "faults", "debug")
 ALL = tuple(s for s in ORDER if s != "debug")
 TITLES = {"cpu": "CPU", "tls": "TLS", "cluster_info": "Cluster Info", "scriptingengines": "Scripting Engines"}
 
@@ -314,6 +316,16 @@ def _keyspace(s: Server) -> Fields:
             for db in s.dbs if len(db)]
 
 
+def _faults(s: Server) -> Fields:
+    """TRAFIKEY.FAULT's counters, in a section of their own rather than in
+    ``stats``: a server without the command prints Valkey's sections
+    exactly, and one with it keeps them apart the way a module's sections
+    are, so a parser that knows Valkey's fields meets no stranger among
+    them. ``fault_rules`` is the rules now, ``faults_fired`` every firing
+    since start, then the firings per kind."""
+    return s.faults.info()
+
+
 def _debug(s: Server) -> Fields:
     return _zeros("eventloop_duration_aof_sum", "eventloop_duration_cron_sum", "eventloop_duration_max",
                   "eventloop_cmd_per_cycle_max", "io_threaded_reads_pending", "io_threaded_writes_pending")
@@ -324,7 +336,7 @@ SECTIONS: dict[str, Callable[[Server], Fields]] = {
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": _modules,
     "commandstats": _commandstats, "errorstats": _errorstats, "latencystats": _latencystats,
     "cluster": _cluster, "cluster_info": _cluster_info, "scriptingengines": _engines, "keyspace": _keyspace,
-    "debug": _debug,
+    "faults": _faults, "debug": _debug,
 }
 _GROUPS = {"default": DEFAULT, "all": ALL, "everything": ALL}
 
@@ -343,6 +355,8 @@ def render(s: Server, names: list[str]) -> str:
     and sections are separated by an empty line, as Valkey writes them."""
     parts = []
     for name in sections(names):
+        if name == "faults" and not s.config.values.get("enable-fault-command"):
+            continue
         title = TITLES.get(name, name.capitalize())
         lines = [f"# {title}\r\n"] + [f"{k}:{v}\r\n" for k, v in SECTIONS[name](s)]
         parts.append("".join(lines))

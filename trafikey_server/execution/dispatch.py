@@ -18,7 +18,9 @@ from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
 from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
+from ..services.faults import REFUSING, Rule
 from ..services.limits import NOREPLICAS, write_refusal
+from ..services.observe import redact
 from ..services.tracking import refresh_hooks
 from ..util.errors import CommandError
 from ..util.slots import CROSSSLOT, same_slot
@@ -320,7 +322,69 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             if not (c.multi_error or c.watch_dirty):
                 c.multi.append((cmd, argv))
             return QUEUED
+    if server.faults.rules and (cmd.parent or cmd).bname != b"trafikey.fault":
+        rule = server.faults.match(c, cmd, argv)
+        if rule is not None:
+            return _fault(c, cmd, argv, rule)
     return call(c, cmd, argv)
+
+
+def _fault(c: Client, cmd: Command, argv: list[bytes], rule: Rule) -> bytes:
+    """A fault rule fires on this request (services/faults.py). A refusing
+    rule answers for the command, which does not run: an error counted as
+    Valkey counts a refusal (EXEC refused ends its transaction, as Valkey's
+    execCommandAbort, or discards it before a redirection), or the
+    connection closed with no reply. The others run it as ``call`` does
+    (it writes, propagates and counts) and then lose its reply, cut it, or
+    hold it. A request that blocks spends nothing: the rule is tried again
+    when it runs again. MONITOR sees the request, then a line that names
+    the rule."""
+    server = c.server
+    faults = server.faults
+    kind = rule.kind
+    if kind in REFUSING:
+        faults.spend(rule)
+        observer = server.observer
+        if observer.monitors:
+            if not cmd.admin and "skip_monitor" not in cmd.flags:
+                observer.feed(c, redact(cmd, argv))
+            _monitor_fault(c, rule)
+        if kind == b"drop":
+            c.closing = True
+            if cmd.bname == b"exec":
+                c.discard_multi()
+            return b""
+        cmd.rejected_calls += 1
+        msg = faults.error_text(rule, c, cmd, argv)
+        if cmd.bname == b"exec":
+            if kind == b"error":
+                return _exec_abort(c, msg)
+            c.discard_multi()
+        server.count_error(msg)
+        return b"-" + msg + b"\r\n"
+    reply = call(c, cmd, argv)
+    if reply is POSTPONED:
+        return reply
+    faults.spend(rule)
+    if server.observer.monitors:
+        _monitor_fault(c, rule)
+    if kind == b"delay":
+        assert isinstance(rule.value, int)
+        server.blocking.delay(c, reply, rule.value)
+        return POSTPONED
+    c.closing = True
+    c.pushed = None  # nothing follows the lost or cut reply
+    if kind == b"cut":
+        assert isinstance(rule.value, int)
+        return reply[:rule.value]
+    return b""  # drop-after: the reply is lost
+
+
+def _monitor_fault(c: Client, rule: Rule) -> None:
+    line = [b"TRAFIKEY.FAULT", b"FIRED", b"%d" % rule.id, rule.kind.upper()]
+    if rule.arg is not None:
+        line.append(rule.arg)
+    c.server.observer.feed(c, line)
 
 
 def _reject(c: Client, cmd: Command, msg: bytes) -> bytes:

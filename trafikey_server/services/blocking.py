@@ -64,6 +64,14 @@ class Elsewhere:
     the whole server for that work."""
 
 
+class Delayed:
+    """The awaited type of a client whose reply a fault rule holds back
+    (TRAFIKEY.FAULT ... DELAY, ``delay``): its command has run and counted;
+    the reply goes out at the deadline, and its next requests wait behind
+    it as behind any blocked command. CLIENT UNBLOCK does not reach it: a
+    slow network has no such lever."""
+
+
 def parse_timeout(c: Client, arg: bytes) -> int:
     """A timeout in seconds (a long double, as Valkey's
     getTimeoutFromObjectOrReply reads it) as an absolute deadline in
@@ -173,6 +181,19 @@ class Blocking:
             self._arm()
         raise BLOCKED
 
+    def delay(self, c: Client, reply: bytes, ms: int) -> None:
+        """Hold c's reply for ``ms`` milliseconds of the server's clock (a
+        frozen clock holds it until TRAFIKEY.CLOCK moves it that far): the
+        deadline timers of blocked clients serve it, and the connection
+        keeps c's next requests as it does behind a blocked one."""
+        # A deadline is past once the clock is beyond it (``expire``).
+        deadline = c.server.clock.ms() + ms - 1
+        c.blocked = BlockState(c.db, [], Delayed, deadline, reply)
+        self.clients.add(c)
+        self._order += 1
+        heapq.heappush(self._deadlines, (deadline, self._order, c))
+        self._arm()
+
     def _release(self, c: Client) -> BlockState | None:
         """Take c off every key it waits for (Valkey's unblockClient)."""
         st = c.blocked
@@ -253,7 +274,7 @@ class Blocking:
         """CLIENT UNBLOCK: the timeout reply, or the UNBLOCKED error (not
         for a client waiting on work done ``Elsewhere``)."""
         st = c.blocked
-        if st is None or st.btype is Elsewhere:
+        if st is None or st.btype is Elsewhere or st.btype is Delayed:
             return False
         self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
         return True
@@ -303,6 +324,12 @@ class Blocking:
             deadline, _, c = heapq.heappop(heap)
             st = c.blocked
             if st is None or st.deadline != deadline:
+                continue
+            if st.btype is Delayed:  # ran and counted already: only its reply is left
+                self._release(c)
+                conn = self.server.connections.get(c.id)
+                if conn is not None:
+                    conn.answer_unblocked(st.timeout_reply)
                 continue
             self._finish(c, st.timeout_reply, False)
         self._arm()

@@ -777,6 +777,7 @@ def _options() -> list[Option]:
     # This server's own options (not Valkey's).
     S("emq-brand", "echomq:6.0.0", mutable=False),
     B("enable-clock-command", False, mutable=False),
+    B("enable-fault-command", False, mutable=False),
     B("cluster-slot-checks", False, apply=_apply_slot_checks),
     X("seed", "", _seed, apply=_apply_seed),
     ]

@@ -206,6 +206,9 @@ def apply_maxmemory(server: Server, value: int) -> None:
     pause = getattr(server, "pause", None)
     if pause is not None and pause.end:  # CLIENT PAUSE keeps the fast path off (pause.py)
         pause.hide_fast()
+    faults = getattr(server, "faults", None)
+    if faults is not None and faults.rules:  # so do fault rules (faults.py)
+        faults.hide_fast()
 
 
 def apply_min_replicas(server: Server) -> None:
