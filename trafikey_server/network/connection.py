@@ -48,6 +48,7 @@ from ..services.limits import admit, check_output, obuf_class, query_buffer_exce
 from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
+from .tls import certificate_user
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -200,6 +201,10 @@ class Connection(asyncio.Protocol):
             return
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
+        if isinstance(sock, str):
+            # A unix socket: both addresses are the configured path, port 0,
+            # as Valkey's genClientAddrString writes them.
+            peer = sock = f"{server.config.values['unixsocket']}:0"
         c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
         sockobj = transport.get_extra_info("socket")
         if sockobj is not None:
@@ -207,6 +212,8 @@ class Connection(asyncio.Protocol):
         c.transport = transport
         self.client = c
         server.client_connected(self, c)
+        if transport.get_extra_info("sslcontext") is not None:
+            certificate_user(server, c, transport)  # tls-auth-clients-user
         if server.log.level <= VERBOSE:
             server.log.verbose(f"Accepted {c.addr}")
 
