@@ -59,7 +59,7 @@ def test_redis_cli_over_the_socket(net: Endpoints) -> None:
     assert out.stdout == "PONG\n"
     out = subprocess.run(["redis-cli", "-s", net.unix, "CLIENT", "INFO"], capture_output=True, text=True,
                          timeout=30)
-    assert f"addr={net.unix}:0 laddr={net.unix}:0 " in out.stdout
+    assert f"addr=[{net.unix}:0]:0 laddr=[{net.unix}:0]:0 " in out.stdout
 
 
 def _start_only_unix(cmd: list[str], path: str, cwd: str) -> tuple[subprocess.Popen, Path]:  # type: ignore[type-arg]

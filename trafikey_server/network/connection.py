@@ -202,9 +202,9 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         if isinstance(sock, str):
-            # A unix socket: both addresses are the configured path, port 0,
-            # as Valkey's genClientAddrString writes them.
-            peer = sock = f"{server.config.values['unixsocket']}:0"
+            # A unix socket: both addresses are the configured path, written
+            # as Valkey 9.1 writes them ("path:0" taken for a host, port 0).
+            peer = sock = f"[{server.config.values['unixsocket']}:0]:0"
         c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
         sockobj = transport.get_extra_info("socket")
         if sockobj is not None:

@@ -103,9 +103,12 @@ def build_context(v: dict[str, Any]) -> ssl.SSLContext:
         for version in _ORDER[_ORDER.index(low):_ORDER.index(high) + 1]:
             if version not in protocols:  # a hole in the range: "TLSv1.1 TLSv1.3"
                 ctx.options |= _NO_FLAG[version]
-    if low < ssl.TLSVersion.TLSv1_2:
-        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")  # OpenSSL 3 refuses TLS < 1.2 at its default level
+    # OpenSSL's own cipher list, as Valkey leaves it without tls-ciphers (Python
+    # sets a list of its own); OpenSSL 3 refuses TLS < 1.2 at its default level.
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0" if low < ssl.TLSVersion.TLSv1_2 else "DEFAULT")
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION | ssl.OP_SINGLE_DH_USE
+    # Python prefers the server's cipher order by default; Valkey only with the option.
+    ctx.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
     try:
         ctx.load_cert_chain(cert, key, password=_key_password(v["tls-key-file-pass"]))
     except (ssl.SSLError, OSError) as e:
