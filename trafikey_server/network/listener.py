@@ -22,8 +22,8 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from ..util.log import VERBOSE
-from .connection import Connection
+from .connection import Connection, _addr
+from .tls import openssl_text
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -127,17 +127,24 @@ class Listener:
         if self.kind == "tls":
             ctx = self.server.tls.context_for_accept()
             coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock, ssl=ctx)
+            # Kept for the log line of a failed handshake, when the socket is gone.
+            try:
+                where = f"addr={_addr(sock.getpeername())} laddr={_addr(sock.getsockname())}"
+            except OSError:  # already reset by the peer
+                where = "addr=?:0 laddr=?:0"
         else:
             coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock)
+            where = ""
         task = loop.create_task(coro)
-        task.add_done_callback(lambda t, sock=sock: self._made(sock, t))
+        task.add_done_callback(lambda t, sock=sock: self._made(sock, t, where))
 
-    def _made(self, sock: socket.socket, task: asyncio.Task[Any]) -> None:
+    def _made(self, sock: socket.socket, task: asyncio.Task[Any], where: str = "") -> None:
         self.pending.pop(sock, None)
         if not task.cancelled() and task.exception() is not None:
-            if self.kind == "tls" and self.server.log.level <= VERBOSE:
-                # Valkey's clientAcceptHandler line for a failed handshake.
-                self.server.log.verbose(f"Error accepting a client connection: {task.exception()}")
+            if self.kind == "tls":
+                # Valkey's line for a failed handshake (connAccept's error).
+                self.server.log.warning(f"Error accepting a client connection: {openssl_text(task.exception())} "
+                                        f"({where})")
             sock.close()
 
     def close(self, unlink: bool = False) -> None:

@@ -53,7 +53,7 @@ class TlsError(Exception):
     """A context that cannot be built; the message is Valkey's log line."""
 
 
-def _openssl_text(e: BaseException) -> str:
+def openssl_text(e: BaseException) -> str:
     """OpenSSL's error string as Valkey logs it (ERR_error_string_n), from
     what Python's exception keeps of it."""
     if isinstance(e, ssl.SSLError) and e.library and e.reason:
@@ -117,14 +117,14 @@ def build_context(v: dict[str, Any]) -> ssl.SSLContext:
         try:
             ssl.create_default_context(cafile=cert)
         except (ssl.SSLError, OSError) as ce:
-            raise TlsError(f"Failed to load certificate: {cert}: {_openssl_text(ce)}") from None
-        raise TlsError(f"Failed to load private key: {key}: {_openssl_text(e)}") from None
+            raise TlsError(f"Failed to load certificate: {cert}: {openssl_text(ce)}") from None
+        raise TlsError(f"Failed to load private key: {key}: {openssl_text(e)}") from None
     ca_file, ca_dir = v["tls-ca-cert-file"] or None, v["tls-ca-cert-dir"] or None
     if ca_file or ca_dir:
         try:
             ctx.load_verify_locations(cafile=ca_file, capath=ca_dir)
         except (ssl.SSLError, OSError) as e:
-            raise TlsError(f"Failed to configure CA certificate(s) file/directory: {_openssl_text(e)}") from None
+            raise TlsError(f"Failed to configure CA certificate(s) file/directory: {openssl_text(e)}") from None
     if v["tls-ciphers"]:
         try:
             ctx.set_ciphers(v["tls-ciphers"])
