@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grp
 import os
 import socket
 import stat
@@ -63,7 +64,7 @@ def test_redis_cli_over_the_socket(net: Endpoints) -> None:
 
 
 def _start_only_unix(cmd: list[str], path: str, cwd: str) -> tuple[subprocess.Popen, Path]:  # type: ignore[type-arg]
-    log = Path(cwd) / "out.log"
+    log = Path(cwd) / f"out-{os.path.basename(path)}.log"
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=cwd, env=trafikey_env())
     wait_unix(path, proc)
     return proc, log
@@ -112,15 +113,46 @@ def test_port_0_listens_only_on_the_socket_and_shutdown_removes_it(tmp_path: Pat
                               ["Ready to accept connections unix", "Removing the unix socket file."])
 
 
-def test_unopenable_socket_exits_as_valkey(tmp_path: Path) -> None:
-    path = str(tmp_path / "no-such-dir" / "s.sock")
+@pytest.mark.parametrize("case", ["no-dir", "too-long", "no-group"])
+def test_unopenable_socket_exits_as_valkey(tmp_path: Path, case: str) -> None:
+    extra: list[str] = []
+    if case == "no-dir":
+        path = str(tmp_path / "no-such-dir" / "s.sock")
+    elif case == "too-long":
+        path = str(tmp_path / ("s" * 120))
+    else:
+        path = str(tmp_path / "s.sock")
+        extra = ["--unixsocketgroup", "no-such-group-here"]
     results = []
     for cmd in ([valkey_binary(), "--save", "", "--dir", str(tmp_path)], trafikey_argv()):
-        out = subprocess.run([*cmd, "--port", "0", "--unixsocket", path], capture_output=True, text=True,
+        out = subprocess.run([*cmd, "--port", "0", "--unixsocket", path, *extra], capture_output=True, text=True,
                              timeout=60, cwd=str(ROOT), env=trafikey_env())
         messages = _log_messages_text(out.stdout + out.stderr)
         results.append((out.returncode, [m for m in messages if m.startswith("Failed opening")]))
-    assert results[0] == results[1] == (1, ["Failed opening Unix socket: bind: No such file or directory"])
+    assert results[0] == results[1]
+    assert results[0][0] == 1 and len(results[0][1]) == 1
+
+
+def test_unixsocketgroup_sets_the_files_group(tmp_path: Path) -> None:
+    # A group other than the one the file would get anyway, that this user may give it.
+    others = [g for g in os.getgroups() if g != os.getgid()]
+    if os.geteuid() == 0:
+        others += [g.gr_gid for g in grp.getgrall() if g.gr_gid != os.getgid()]
+    if not others:
+        pytest.skip("this user belongs to no second group")
+    gid = others[0]
+    group = grp.getgrgid(gid).gr_name
+    gids = []
+    for name, cmd in (("valkey", [valkey_binary(), "--save", "", "--dir", str(tmp_path)]),
+                      ("trafikey", trafikey_argv())):
+        path = str(tmp_path / f"{name}.sock")
+        proc, _ = _start_only_unix([*cmd, "--port", "0", "--unixsocket", path, "--unixsocketgroup", group],
+                                   path, str(tmp_path))
+        try:
+            gids.append(os.stat(path).st_gid)
+        finally:
+            _stop(proc)
+    assert gids == [gid, gid]
 
 
 def _log_messages_text(text: str) -> list[str]:

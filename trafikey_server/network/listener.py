@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from ..server import Server
 
 
+# sizeof(struct sockaddr_un.sun_path) on Linux.
+_SUN_PATH = 108
+
+
 class Listener:
     # What an accepted socket is served by; the busy-script loop, which sits
     # below the network code, accepts through it too.
@@ -59,9 +63,11 @@ class Listener:
 
     def _unix(self, path: str, backlog: int) -> socket.socket:
         """Valkey's anetUnixServer: a stale file at the path is replaced,
-        then the socket gets unixsocketperm's mode and unixsocketgroup's
-        group. An OSError's text is Valkey's neterr."""
+        then bind, unixsocketperm's mode, unixsocketgroup's group and
+        listen, in that order. An OSError's text is Valkey's neterr."""
         values = self.server.config.values
+        if len(path.encode()) > _SUN_PATH - 1:
+            raise OSError(0, f"unix socket path too long ({len(path.encode())}), must be under {_SUN_PATH}")
         try:
             os.unlink(path)
         except OSError:
@@ -70,7 +76,6 @@ class Listener:
         try:
             try:
                 sock.bind(path)
-                sock.listen(backlog)
             except OSError as e:
                 raise OSError(e.errno, f"bind: {e.strerror}") from None
             perm = values["unixsocketperm"]
@@ -80,12 +85,16 @@ class Listener:
             if group:
                 try:
                     gid = grp.getgrnam(group).gr_gid
-                except KeyError:
-                    raise OSError(0, f"getgrnam error for group '{group}': No such file or directory") from None
+                except KeyError:  # getgrnam found none and set no errno: strerror(0)
+                    raise OSError(0, f"getgrnam error for group '{group}': Success") from None
                 try:
                     os.chown(path, -1, gid)
                 except OSError as e:
                     raise OSError(e.errno, f"chown error for group '{group}': {e.strerror}") from None
+            try:
+                sock.listen(backlog)
+            except OSError as e:
+                raise OSError(e.errno, f"listen: {e.strerror}") from None
         except OSError:
             sock.close()
             raise
