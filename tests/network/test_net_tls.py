@@ -10,6 +10,7 @@ redis-cli --tls) over it.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import ssl
 import subprocess
@@ -34,7 +35,7 @@ def admin(net: Endpoints) -> Iterator[Wire]:
     w = Wire(net.port)
     keep = {name: w.call("CONFIG", "GET", name) for name in (
         "tls-auth-clients", "tls-auth-clients-user", "tls-protocols", "tls-ciphers", "tls-prefer-server-ciphers",
-        "tls-cert-file", "tls-key-file", "tls-key-file-pass", "requirepass")}
+        "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file", "tls-ca-cert-dir", "requirepass")}
     yield w
     back: list[bytes] = []
     for name, reply in keep.items():
@@ -173,6 +174,24 @@ def test_config_set_reloads_the_certificate(net: Endpoints, certs: Certs, admin:
     assert _served_cert_cn(net, certs) == "server2"
     assert kept.call("PING") == b"+PONG\r\n"  # a connection made before keeps its session
     kept.close()
+
+
+def test_ca_cert_dir(net: Endpoints, certs: Certs, admin: Wire, tmp_path: Path) -> None:
+    """tls-ca-cert-dir: a folder of CA certificates under their hashed names
+    (``openssl rehash``), in place of tls-ca-cert-file."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to name the CA files by their hash")
+    folder = tmp_path / "cas"
+    folder.mkdir()
+    shutil.copy(certs.crt("ca"), folder / "ca.pem")
+    subprocess.run(["openssl", "rehash", str(folder)], check=True, capture_output=True)
+    assert admin.call("CONFIG", "SET", "tls-ca-cert-file", "", "tls-ca-cert-dir", str(folder)) == b"+OK\r\n"
+    assert _ping(net, _ctx(certs)) == b"+PONG\r\n"
+    assert _ping(net, _ctx(certs, "rogue")).startswith(b"error")
+    # Neither a file nor a folder while client certificates are asked for: refused, the old context kept.
+    assert admin.call("CONFIG", "SET", "tls-ca-cert-dir", "") == (
+        b"-ERR CONFIG SET failed (possibly related to argument 'tls-ca-cert-dir') - " + UPDATE_FAILED + b"\r\n")
+    assert _ping(net, _ctx(certs)) == b"+PONG\r\n"
 
 
 def test_encrypted_key_file(net: Endpoints, certs: Certs, admin: Wire) -> None:
