@@ -1,8 +1,8 @@
 """Certificates for TLS tests, made on the spot with ``cryptography``.
 
 A CA, a server certificate for 127.0.0.1 and localhost, client
-certificates signed by that CA (one per common name asked for, with a URI
-subject alternative name ``urn:<cn>``), and a second CA with a client of
+certificates signed by that CA (one per common name asked for, with the URI
+subject alternative names ``urn:<cn>`` and ``urn:<cn>:second``), and a second CA with a client of
 its own, which the server must not trust. Files are PEM, named
 ``<name>.crt`` and ``<name>.key`` in the folder given.
 """
@@ -68,7 +68,7 @@ def _leaf(folder: Path, name: str, cn: str, ca: tuple[x509.Certificate, ec.Ellip
         san: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         usage = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
     else:
-        san = [x509.UniformResourceIdentifier(f"urn:{cn}")]
+        san = [x509.UniformResourceIdentifier(f"urn:{cn}"), x509.UniformResourceIdentifier(f"urn:{cn}:second")]
         usage = [ExtendedKeyUsageOID.CLIENT_AUTH]
     cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca[0].subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())

@@ -41,7 +41,7 @@ def admin(net: Endpoints) -> Iterator[Wire]:
     for name, reply in keep.items():
         back += [name.encode(), reply.split(b"\r\n")[4]]
     assert w.call("CONFIG", "SET", *back) == b"+OK\r\n"  # at once: a certificate and its key together
-    w.call("ACL", "DELUSER", "certuser", "urn:certuser")
+    w.call("ACL", "DELUSER", "certuser", "urn:certuser", "urn:certuser:second")
     w.close()
 
 
@@ -224,6 +224,16 @@ def test_tls_auth_clients_user(net: Endpoints, certs: Certs, admin: Wire, field:
     off = dial(net, "tls", _ctx(certs, "certuser"))
     assert off.call("PING").startswith(b"-NOAUTH")
     off.close()
+    if field == "URI":
+        # The first URI naming an enabled user is the one: the second, while the first is off.
+        assert admin.call("ACL", "SETUSER", "urn:certuser:second", "on", "nopass", "+@all") == b"+OK\r\n"
+        second = dial(net, "tls", _ctx(certs, "certuser"))
+        assert second.call("ACL", "WHOAMI") == b"$19\r\nurn:certuser:second\r\n"
+        second.close()
+        admin.call("ACL", "SETUSER", user, "on")
+        first = dial(net, "tls", _ctx(certs, "certuser"))
+        assert first.call("ACL", "WHOAMI") == b"$12\r\nurn:certuser\r\n"
+        first.close()
     # And with the option off, a certificate logs nobody in.
     admin.call("ACL", "SETUSER", user, "on")
     admin.call("CONFIG", "SET", "tls-auth-clients-user", "off")

@@ -194,39 +194,28 @@ class Tls:
 
 def certificate_user(server: Server, c: Client, transport: Any) -> None:
     """tls-auth-clients-user: a client whose verified certificate names an
-    existing, enabled ACL user (its subject CN, or its first URI subject
-    alternative name) is authenticated as that user from its first
-    request, as with AUTH; otherwise it stays the default user."""
+    existing, enabled ACL user (its subject CN, or the first of its URI
+    subject alternative names that does) is authenticated as that user
+    from its first request, as with AUTH; otherwise it stays the default
+    user."""
     field = server.config.values["tls-auth-clients-user"]
     if field == "off":
         return
     cert = transport.get_extra_info("peercert")
     if not cert:
         return
-    name = None
     if field == "CN":
-        for rdn in cert.get("subject", ()):
-            for key, value in rdn:
-                if key == "commonName":
-                    name = value
-                    break
-            if name is not None:
-                break
+        names = [value for rdn in cert.get("subject", ()) for key, value in rdn if key == "commonName"][:1]
     else:
-        for kind, value in cert.get("subjectAltName", ()):
-            if kind == "URI":
-                name = value
-                break
-    if name is None:
-        return
-    user = server.acl.users.get(name.encode())
-    if user is None or not user.enabled:
-        server.log.verbose(f"TLS: client certificate names no usable user '{name}'")
-        return
-    c.authenticated = True
-    c.acl = user
-    c.user = user.name
-    refresh(c)
+        names = [value for kind, value in cert.get("subjectAltName", ()) if kind == "URI"]
+    for name in names:
+        user = server.acl.users.get(name.encode())
+        if user is not None and user.enabled:
+            c.authenticated = True
+            c.acl = user
+            c.user = user.name
+            refresh(c)
+            return
 
 
 def _apply_tls(server: Any, value: Any) -> None:
