@@ -389,6 +389,8 @@ class Server:
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono
             limits.cron(self)
+            if self.tls.context is not None:
+                self.tls.cron()  # tls-auto-reload-interval
         assert self.loop is not None
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
 

@@ -14,6 +14,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def admin(net: Endpoints) -> Iterator[Wire]:
     w = Wire(net.port)
     keep = {name: w.call("CONFIG", "GET", name) for name in (
         "tls-auth-clients", "tls-auth-clients-user", "tls-protocols", "tls-ciphers", "tls-prefer-server-ciphers",
-        "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file", "tls-ca-cert-dir", "requirepass")}
+        "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file", "tls-ca-cert-dir",
+        "tls-auto-reload-interval", "requirepass")}
     yield w
     back: list[bytes] = []
     for name, reply in keep.items():
@@ -192,6 +194,24 @@ def test_ca_cert_dir(net: Endpoints, certs: Certs, admin: Wire, tmp_path: Path) 
     assert admin.call("CONFIG", "SET", "tls-ca-cert-dir", "") == (
         b"-ERR CONFIG SET failed (possibly related to argument 'tls-ca-cert-dir') - " + UPDATE_FAILED + b"\r\n")
     assert _ping(net, _ctx(certs)) == b"+PONG\r\n"
+
+
+def test_auto_reload(net: Endpoints, certs: Certs, admin: Wire, tmp_path: Path) -> None:
+    """tls-auto-reload-interval: files changed in place are picked up
+    within the interval, without a CONFIG SET."""
+    crt, key = tmp_path / "live.crt", tmp_path / "live.key"
+    shutil.copy(certs.crt("server"), crt)
+    shutil.copy(certs.key("server"), key)
+    assert admin.call("CONFIG", "SET", "tls-cert-file", str(crt), "tls-key-file", str(key),
+                      "tls-auto-reload-interval", "1") == b"+OK\r\n"
+    assert _served_cert_cn(net, certs) == "server"
+    shutil.copy(certs.crt("server2"), crt)
+    shutil.copy(certs.key("server2"), key)
+    deadline = time.monotonic() + 10
+    while _served_cert_cn(net, certs) != "server2":
+        assert time.monotonic() < deadline, "the changed certificate was never loaded"
+        time.sleep(0.1)
+    assert admin.call("CONFIG", "SET", "tls-auto-reload-interval", "-1").startswith(b"-ERR CONFIG SET failed")
 
 
 def test_encrypted_key_file(net: Endpoints, certs: Certs, admin: Wire) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -161,24 +162,76 @@ def verify_mode(auth_clients: str) -> ssl.VerifyMode:
     return ssl.CERT_REQUIRED
 
 
+_FILES = ("tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-client-cert-file", "tls-client-key-file",
+          "tls-dh-params-file")
+
+
 class Tls:
-    """The server's TLS context, configured at start-up and by CONFIG SET."""
+    """The server's TLS context, configured at start-up and by CONFIG SET,
+    and rebuilt by tls-auto-reload-interval when its files change."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.context: ssl.SSLContext | None = None
+        # What the files looked like when the context was built, and when
+        # they were last looked at (tls-auto-reload-interval).
+        self.stamp: tuple[Any, ...] = ()
+        self.checked = 0.0
+
+    def _stamp(self) -> tuple[Any, ...]:
+        """Each configured file's (and tls-ca-cert-dir's entries')
+        identity, size and modification time."""
+        v = self.server.config.values
+        paths = [v[name] for name in _FILES if v[name]]
+        folder = v["tls-ca-cert-dir"]
+        if folder:
+            try:
+                paths += sorted(os.path.join(folder, f) for f in os.listdir(folder))
+            except OSError:
+                paths.append(folder)
+        out: list[Any] = []
+        for path in paths:
+            try:
+                st = os.stat(path)
+                out.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append((path, None))
+        return tuple(out)
+
+    def cron(self) -> None:
+        """Called about once a second: every tls-auto-reload-interval
+        seconds, a new context if any of the files changed."""
+        v = self.server.config.values
+        interval = v["tls-auto-reload-interval"]
+        if not interval or self.context is None or not v["tls-port"]:
+            return
+        now = time.monotonic()
+        if now - self.checked < interval:
+            return
+        self.checked = now
+        stamp = self._stamp()
+        if stamp == self.stamp:
+            self.server.log.debug("TLS materials unchanged, skipping reload")
+            return
+        if self.configure(True):
+            self.server.log.notice("TLS materials reloaded successfully")
+        else:
+            self.stamp = stamp  # tried once; the old context stays until they change again
+            self.server.log.warning("TLS materials reload failed, keeping the current ones")
 
     def configure(self, reconfigure: bool) -> bool:
         """Valkey's tlsConfigure: a new context, or False with the reason
         logged and the old context kept."""
         if not reconfigure and self.context is not None:
             return True
+        stamp = self._stamp()
         try:
             ctx = build_context(self.server.config.values)
         except TlsError as e:
             self.server.log.warning(str(e))
             return False
         self.context = ctx
+        self.stamp = stamp
         return True
 
     def context_for_accept(self) -> ssl.SSLContext | None:
