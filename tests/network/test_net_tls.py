@@ -10,6 +10,7 @@ redis-cli --tls) over it.
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import socket
 import ssl
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from cryptography import x509
 from helpers.certs import Certs
 from helpers.resp_wire import Wire, encode
 from helpers.transports import Endpoints, client_context, dial, raw_socket, tls_args, trafikey_argv, trafikey_env
@@ -285,10 +287,36 @@ def test_switch_between_tcp_and_tls_ports(certs: Certs) -> None:
         lines = again.call("INFO", "server").decode()
         assert f"listener2:name=tls,bind=127.0.0.1,port={tls_port}\r\n" in lines
         assert "listener0:name=tcp\r\n" in lines  # closed by CONFIG SET port 0: its bare name, as Valkey
+        assert _info_tls(again)["tls_server_cert_serial"] != "none"
+        assert again.call("CONFIG", "SET", "port", str(port)) == b"+OK\r\n"
+        assert again.call("CONFIG", "SET", "tls-port", "0") == b"+OK\r\n"
+        assert set(_info_tls(Wire(port)).values()) == {"none", "0"}  # TLS off: as Valkey without it
         again.close()
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _info_tls(w: Wire) -> dict[str, str]:
+    text = w.call("INFO", "tls").split(b"\r\n", 1)[1].decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def test_info_tls(net: Endpoints, certs: Certs) -> None:
+    """Valkey 9.1's INFO tls: the serial (hex) and seconds left of the
+    server's and the CA's certificates; none and 0 for a client
+    certificate that is not configured."""
+    w = Wire(net.port)
+    info = _info_tls(w)
+    w.close()
+    now = datetime.datetime.now(datetime.UTC)
+    for who in ("server", "ca"):
+        cert = x509.load_pem_x509_certificate(Path(certs.crt(who)).read_bytes())
+        assert info[f"tls_{who}_cert_serial"] == f"{cert.serial_number:X}".rjust(
+            len(info[f"tls_{who}_cert_serial"]), "0")
+        left = (cert.not_valid_after_utc - now).total_seconds()
+        assert abs(int(info[f"tls_{who}_cert_expires_in_seconds"]) - left) < 60
+    assert (info["tls_client_cert_serial"], info["tls_client_cert_expires_in_seconds"]) == ("none", "0")
 
 
 def test_client_list_of_a_tls_client(net: Endpoints) -> None:

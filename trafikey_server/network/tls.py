@@ -153,6 +153,43 @@ def build_context(v: dict[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
+def _decode(path: str) -> dict[str, Any] | None:
+    """The first certificate of a PEM file, as ssl's getpeercert() shows one."""
+    try:
+        return ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined,no-any-return]
+    except (ssl.SSLError, OSError, ValueError):
+        return None
+
+
+def _summary(cert: dict[str, Any]) -> tuple[str, float]:
+    return str(cert.get("serialNumber", "none")), float(ssl.cert_time_to_seconds(cert["notAfter"]))
+
+
+def _describe(ctx: ssl.SSLContext, v: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    out = {}
+    server = _decode(v["tls-cert-file"])
+    if server is not None:
+        out["server"] = _summary(server)
+    if v["tls-client-cert-file"]:
+        client = _decode(v["tls-client-cert-file"])
+        if client is not None:
+            out["client"] = _summary(client)
+    cas = [_summary(c) for c in ctx.get_ca_certs() if "notAfter" in c]
+    folder = v["tls-ca-cert-dir"]
+    if folder:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        for name in names:
+            cert = _decode(os.path.join(folder, name))
+            if cert is not None and "notAfter" in cert:
+                cas.append(_summary(cert))
+    if cas:
+        out["ca"] = min(cas, key=lambda c: c[1])
+    return out
+
+
 def verify_mode(auth_clients: str) -> ssl.VerifyMode:
     """tls-auth-clients, read for each accepted connection as Valkey does."""
     if auth_clients == "no":
@@ -177,6 +214,8 @@ class Tls:
         # they were last looked at (tls-auto-reload-interval).
         self.stamp: tuple[Any, ...] = ()
         self.checked = 0.0
+        # (serial, expiry time) of the server, client and CA certificates.
+        self.certs: dict[str, tuple[str, float]] = {}
 
     def _stamp(self) -> tuple[Any, ...]:
         """Each configured file's (and tls-ca-cert-dir's entries')
@@ -232,7 +271,22 @@ class Tls:
             return False
         self.context = ctx
         self.stamp = stamp
+        self.certs = _describe(ctx, self.server.config.values)
         return True
+
+    def info(self) -> list[tuple[str, object]]:
+        """INFO tls: each certificate's serial and seconds left, while TLS
+        is on (``none`` and 0 otherwise, and for a missing client one); the
+        CA's is the one of the trusted set that expires first."""
+        on = self.context is not None and self.server.config.values["tls-port"]
+        now = time.time()
+        out: list[tuple[str, object]] = []
+        for who in ("server", "client", "ca"):
+            cert = self.certs.get(who) if on else None
+            out.append((f"tls_{who}_cert_serial", cert[0] if cert else "none"))
+            out.append((f"tls_{who}_cert_expires_in_seconds", int(cert[1] - now) if cert else 0))
+        return out
+
 
     def context_for_accept(self) -> ssl.SSLContext | None:
         """The context a newly accepted connection handshakes with, its
