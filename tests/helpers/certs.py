@@ -45,9 +45,9 @@ def _write(folder: Path, name: str, cert: x509.Certificate, key: ec.EllipticCurv
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, enc))
 
 
-def _ca(folder: Path, name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _ca(folder: Path, name: str, expired: bool = False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=60 if expired else 0)
     cert = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
@@ -61,9 +61,9 @@ def _ca(folder: Path, name: str) -> tuple[x509.Certificate, ec.EllipticCurvePriv
 
 
 def _leaf(folder: Path, name: str, cn: str, ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
-          server: bool, password: bytes | None = None) -> None:
+          server: bool, password: bytes | None = None, expired: bool = False) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=60 if expired else 0)
     if server:
         san: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         usage = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -82,8 +82,9 @@ def _leaf(folder: Path, name: str, cn: str, ca: tuple[x509.Certificate, ec.Ellip
 def make_certs(folder: Path, clients: tuple[str, ...] = ("client",)) -> Certs:
     """``ca``, ``server`` (and ``server2``, another certificate for the same
     names, for reloads), ``server-enc`` (the server's key encrypted with the
-    password ``1234``), a client per name in ``clients``, and ``rogue-ca``
-    with its ``rogue`` client."""
+    password ``1234``), ``server-expired`` and ``ca-expired`` (past their
+    validity), a client per name in ``clients``, and ``rogue-ca`` with its
+    ``rogue`` client."""
     folder.mkdir(parents=True, exist_ok=True)
     ca = _ca(folder, "ca")
     _leaf(folder, "server", "server", ca, server=True)
@@ -94,6 +95,8 @@ def make_certs(folder: Path, clients: tuple[str, ...] = ("client",)) -> Certs:
         serialization.BestAvailableEncryption(b"1234")))
     for cn in clients:
         _leaf(folder, cn, cn, ca, server=False)
+    _leaf(folder, "server-expired", "server", ca, server=True, expired=True)
+    _ca(folder, "ca-expired", expired=True)
     rogue = _ca(folder, "rogue-ca")
     _leaf(folder, "rogue", "rogue", rogue, server=False)
     return Certs(folder)

@@ -363,6 +363,23 @@ def test_startup_refusals(certs: Certs, tmp_path: Path) -> None:
         1, [f"Failed to load {tmp_path / 'dh.pem'}: No such file or directory", configure])
 
 
+def test_certificates_out_of_their_validity_are_refused(net: Endpoints, certs: Certs, admin: Wire) -> None:
+    """Valkey 9.1's fail-fast on expired certificates, at start-up and on CONFIG SET."""
+    configure = "Failed to configure TLS. Check logs for more info."
+    port = str(free_port())
+    assert _startup("--tls-port", port, "--tls-cert-file", certs.crt("server-expired"), "--tls-key-file",
+                    certs.key("server-expired"), "--tls-ca-cert-file", certs.crt("ca")) == (
+        1, ["Server TLS certificate is invalid", configure])
+    assert _startup("--tls-port", port, "--tls-cert-file", certs.crt("server"), "--tls-key-file", certs.key("server"),
+                    "--tls-ca-cert-file", certs.crt("ca-expired")) == (
+        1, ["One or more loaded CA certificates are invalid", configure])
+    refused = b"-ERR CONFIG SET failed (possibly related to argument '%s') - " + UPDATE_FAILED + b"\r\n"
+    assert admin.call("CONFIG", "SET", "tls-cert-file", certs.crt("server-expired"), "tls-key-file",
+                      certs.key("server-expired")) == refused % b"tls-cert-file"
+    assert admin.call("CONFIG", "SET", "tls-ca-cert-file", certs.crt("ca-expired")) == refused % b"tls-ca-cert-file"
+    assert _ping(net, _ctx(certs)) == b"+PONG\r\n"
+
+
 def test_redis_cli_tls(net: Endpoints, certs: Certs) -> None:
     base = ["redis-cli", "-h", "127.0.0.1", "-p", str(net.tls_port), "--tls", "--cacert", certs.crt("ca")]
     out = subprocess.run([*base, "--cert", certs.crt("client"), "--key", certs.key("client"), "PING"],

@@ -150,7 +150,41 @@ def build_context(v: dict[str, Any]) -> ssl.SSLContext:
         except (ssl.SSLError, OSError):
             raise TlsError(f"{dh}: failed to read DH params.") from None
     ctx.verify_mode = verify_mode(v["tls-auth-clients"])
+    _check_validity(ctx, v)
     return ctx
+
+
+def _valid_now(cert: dict[str, Any]) -> bool:
+    now = time.time()
+    try:
+        return ssl.cert_time_to_seconds(cert["notBefore"]) <= now <= ssl.cert_time_to_seconds(cert["notAfter"])
+    except (KeyError, ValueError):
+        return True
+
+
+def _check_validity(ctx: ssl.SSLContext, v: dict[str, Any]) -> None:
+    """Valkey 9.1 refuses certificates outside their validity period,
+    at start-up and on CONFIG SET alike."""
+    server = _decode(v["tls-cert-file"])
+    if server is not None and not _valid_now(server):
+        raise TlsError("Server TLS certificate is invalid")
+    if v["tls-client-cert-file"]:
+        client = _decode(v["tls-client-cert-file"])
+        if client is not None and not _valid_now(client):
+            raise TlsError("Client TLS certificate is invalid")
+    cas = list(ctx.get_ca_certs())
+    folder = v["tls-ca-cert-dir"]
+    if folder:
+        cas += [c for c in (_decode(os.path.join(folder, n)) for n in _listing(folder)) if c is not None]
+    if not all(_valid_now(c) for c in cas):
+        raise TlsError("One or more loaded CA certificates are invalid")
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 def _decode(path: str) -> dict[str, Any] | None:
@@ -177,11 +211,7 @@ def _describe(ctx: ssl.SSLContext, v: dict[str, Any]) -> dict[str, tuple[str, fl
     cas = [_summary(c) for c in ctx.get_ca_certs() if "notAfter" in c]
     folder = v["tls-ca-cert-dir"]
     if folder:
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        for name in names:
+        for name in _listing(folder):
             cert = _decode(os.path.join(folder, name))
             if cert is not None and "notAfter" in cert:
                 cas.append(_summary(cert))
