@@ -92,7 +92,7 @@ def test_port_0_listens_only_on_the_socket_and_shutdown_removes_it(tmp_path: Pat
         path = str(folder / "s.sock")
         Path(path).write_text("stale")  # a file left behind: replaced
         proc, log = _start_only_unix([*cmd, str(folder), "--port", "0", "--unixsocket", path,
-                                      "--unixsocketperm", "600"], path, str(folder))
+                                      "--unixsocketperm", "600", "--loglevel", "verbose"], path, str(folder))
         try:
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
             w = Wire.__new__(Wire)
@@ -107,10 +107,13 @@ def test_port_0_listens_only_on_the_socket_and_shutdown_removes_it(tmp_path: Pat
             _stop(proc)
         messages = _log_messages(log)
         runs[name] = (lines, tcp_port, os.path.exists(path),
-                      [m for m in messages if m.startswith(("Ready to accept", "Removing the unix"))])
+                      [m.replace(path, "PATH") for m in messages
+                       if m.startswith(("Ready to accept", "Removing the unix", "Accepted connection to"))])
     assert runs["trafikey"] == runs["valkey"]
+    # wait_unix's probe and the test's own connection are both logged.
     assert runs["valkey"] == (["listener1:name=unix,bind=PATH"], ["tcp_port:0"], False,
-                              ["Ready to accept connections unix", "Removing the unix socket file."])
+                              ["Ready to accept connections unix", "Accepted connection to PATH",
+                               "Accepted connection to PATH", "Removing the unix socket file."])
 
 
 @pytest.mark.parametrize("case", ["no-dir", "too-long", "no-group"])

@@ -215,7 +215,10 @@ class Connection(asyncio.Protocol):
         if transport.get_extra_info("sslcontext") is not None:
             certificate_user(server, c, transport)  # tls-auth-clients-user
         if server.log.level <= VERBOSE:
-            server.log.verbose(f"Accepted {c.addr}")
+            if isinstance(sock, str):  # Valkey's connUnixAcceptHandler line
+                server.log.verbose(f"Accepted connection to {server.config.values['unixsocket']}")
+            else:
+                server.log.verbose(f"Accepted {c.addr}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client
