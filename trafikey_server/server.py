@@ -27,6 +27,7 @@ from .execution.scripting.engine import Engine
 from .execution.scripting.library import Libraries
 from .keyspace.db import Db
 from .network.listener import Listener
+from .network.tls import Tls
 from .protocol.table import Table, default_table
 from .services import limits
 from .services.acl import Acl
@@ -52,6 +53,11 @@ if TYPE_CHECKING:
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
+
+
+class StartupError(Exception):
+    """A listener or the TLS context that cannot be set up: the message is
+    the line Valkey logs before it exits."""
 
 
 class Server:
@@ -87,7 +93,11 @@ class Server:
         self._expired_base = 0
         self._expired_fields_base = 0
         self.active_expire = True
+        # Every listening socket, in Valkey's listener order: tcp, unix, tls.
         self.listeners: list[Listener] = []
+        # The kinds listened on since start-up (INFO names each, open or not).
+        self.listener_kinds: set[str] = set()
+        self.tls = Tls(self)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
         self.ports: list[int] = []
@@ -262,21 +272,48 @@ class Server:
         load_at_startup(self)
         self.write_brand()
         port = self.config.port
-        for lst in self._open_listeners(self.config.bind, port):
+        tls_port = self.config.values["tls-port"]
+        unix = self.config.values["unixsocket"]
+        if tls_port and not self.tls.configure(False):
+            raise StartupError("Failed to configure TLS. Check logs for more info.")
+        # Port 0 picks a free port, unless a unix socket or a TLS port is
+        # configured: then, as in Valkey, there is no TCP listener.
+        opened: list[Listener] = []
+        try:
+            if port or not (unix or tls_port):
+                opened += self._open_listeners(self.config.bind, port)
+            if unix:
+                try:
+                    opened.append(Listener(self, unix, 0, self.config.tcp_backlog, kind="unix"))
+                except OSError as e:
+                    raise StartupError(f"Failed opening Unix socket: {e.strerror}") from None
+            if tls_port:
+                try:
+                    opened += self._open_listeners(self.config.bind, tls_port, "tls")
+                except OSError:
+                    raise StartupError(f"Failed listening on port {tls_port} (tls), aborting.") from None
+        except BaseException:
+            for lst in opened:
+                lst.sock.close()
+            raise
+        for lst in opened:
             lst.start(self.loop)
             self.listeners.append(lst)
-            self.ports.append(lst.port)
-            if port == 0:
-                port = lst.port
+            self.listener_kinds.add(lst.kind)
+            if lst.kind == "tcp":
+                self.ports.append(lst.port)
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
-        self.log.notice(f"Running mode=standalone, port={self.ports[0] if self.ports else port}.")
+        shown = self.ports[0] if self.ports else tls_port
+        self.log.notice(f"Running mode=standalone, port={shown}.")
         self.log.notice(
             f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
-            f"pid={self.pid} port={self.ports[0] if self.ports else port} run_id={self.run_id}"
+            f"pid={self.pid} port={shown} run_id={self.run_id}"
         )
-        self.log.notice("Ready to accept connections tcp")
+        for kind in ("tcp", "unix", "tls"):
+            if any(lst.kind == kind for lst in self.listeners):
+                self.log.notice(f"Ready to accept connections {kind}")
 
-    def _open_listeners(self, bind: str, port: int) -> list[Listener]:
+    def _open_listeners(self, bind: str, port: int, kind: str = "tcp") -> list[Listener]:
         """A listening socket per bind address (all or none: an OSError
         closes those already open). Port 0 at start-up picks a free port,
         the same for every address."""
@@ -288,7 +325,7 @@ class Server:
                 if host == "*":
                     host = "0.0.0.0"
                 try:
-                    lst = Listener(self, host, port, self.config.tcp_backlog)
+                    lst = Listener(self, host, port, self.config.tcp_backlog, kind)
                 except OSError as e:
                     if optional and e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT):
                         continue  # "-addr": skipped where the host does not have it, as Valkey does
@@ -304,23 +341,24 @@ class Server:
             raise
         return opened
 
-    def relisten(self) -> bool:
-        """CONFIG SET port or bind, as Valkey's changeListener: the old
-        sockets close, new ones open on the configured addresses and port
-        (none for port 0). False if they cannot, the old ones reopened."""
+    def relisten(self, kind: str = "tcp") -> bool:
+        """CONFIG SET port or bind (tls-port: ``kind`` "tls"), as Valkey's
+        changeListener: that kind's old sockets close, new ones open on the
+        configured addresses and port (none for port 0). False if they
+        cannot, the old ones reopened. The other kinds keep theirs."""
         assert self.loop is not None
-        old = [(lst.sock.getsockname()[0], lst.port) for lst in self.listeners]
-        for lst in self.listeners:
+        mine = [lst for lst in self.listeners if lst.kind == kind]
+        old = [(lst.sock.getsockname()[0], lst.port) for lst in mine]
+        for lst in mine:
             lst.close()
-        self.listeners, self.ports = [], []
-        port = self.config.port
+        port = self.config.port if kind == "tcp" else self.config.values["tls-port"]
         try:
-            new = self._open_listeners(self.config.bind, port) if port else []
+            new = self._open_listeners(self.config.bind, port, kind) if port else []
         except OSError:
             new = []
             for host, p in old:
                 try:
-                    new.append(Listener(self, host, p, self.config.tcp_backlog))
+                    new.append(Listener(self, host, p, self.config.tcp_backlog, kind))
                 except OSError as e:
                     self.log.warning(f"Failed reopening {host}:{p} after a failed CONFIG SET: {e}")
             ok = False
@@ -328,9 +366,15 @@ class Server:
             ok = True
         for lst in new:
             lst.start(self.loop)
-            self.listeners.append(lst)
-            self.ports.append(lst.port)
+            self.listener_kinds.add(lst.kind)
+        rest = [lst for lst in self.listeners if lst.kind != kind]
+        order = ("tcp", "unix", "tls")
+        self.listeners = sorted(rest + new, key=lambda lst: order.index(lst.kind))
+        self.ports = [lst.port for lst in self.listeners if lst.kind == "tcp"]
         return ok
+
+    def relisten_tls(self) -> bool:
+        return self.relisten("tls")
 
     def write_brand(self) -> None:
         """Mark the keyspace as served by this job core (``{emq}:version``,
@@ -364,6 +408,8 @@ class Server:
         if mono - self._limits_tick >= 1.0:
             self._limits_tick = mono
             limits.cron(self)
+            if self.tls.context is not None:
+                self.tls.cron()  # tls-auto-reload-interval
         assert self.loop is not None
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
 
@@ -395,7 +441,7 @@ class Server:
 
     async def close(self) -> None:
         for lst in self.listeners:
-            lst.close()
+            lst.close(unlink=True)
         if self.aof is not None:
             stop_logging(self)  # everything logged is flushed and fsynced before exit
         for conn in list(self.connections.values()):
@@ -418,6 +464,9 @@ def run(config: Config) -> int:
     except RdbError as e:
         server.log.warning(f"Fatal error loading the DB from {server.snapshots.path()}: {e}. "
                            "Exiting; the file was left as it is.")
+        return 1
+    except StartupError as e:
+        server.log.warning(str(e))
         return 1
     except OSError as e:
         server.log.warning(f"Failed listening on port {config.port} (tcp), aborting: {e}")

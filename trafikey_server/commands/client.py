@@ -238,6 +238,8 @@ def _flags(c: Client) -> str:
         out += "d"
     if c.close_after_reply:
         out += "c"
+    if c.addr.endswith(":0"):  # a unix socket's "[path:0]:0": no TCP peer has port 0
+        out += "U"
     if c.readonly:
         out += "r"
     if c.no_evict:

@@ -79,14 +79,32 @@ def _server(s: Server) -> Fields:
         ("uptime_in_days", up // 86400), ("hz", cfg.hz), ("configured_hz", cfg.hz), ("clients_hz", cfg.hz),
         ("lru_clock", (s.clock.ms() // 1000) & (2**24 - 1)), ("executable", os.path.abspath(sys.argv[0])),
         ("config_file", cfg.file), ("io_threads_active", 0), ("availability_zone", cfg.values["availability-zone"]),
-        ("listener0", f"name=tcp,{binds},port={port}"),
+        *_listeners(s, binds, port),
     ]
 
 
+def _listeners(s: Server, binds: str, port: int) -> Fields:
+    """Valkey's getListensInfoString: one line per listener kind in use
+    since start-up, numbered by its connection type (tcp 0, unix 1, tls 2);
+    a kind closed by CONFIG SET of its port to 0 keeps its bare name."""
+    open_ = {lst.kind: lst for lst in s.listeners}
+    out: Fields = []
+    for i, kind in enumerate(("tcp", "unix", "tls")):
+        if kind not in s.listener_kinds:
+            continue
+        lst = open_.get(kind)
+        if lst is None:
+            out.append((f"listener{i}", f"name={kind}"))
+        elif kind == "unix":
+            out.append((f"listener{i}", f"name=unix,bind={lst.host}"))
+        else:
+            out.append((f"listener{i}", f"name={kind},{binds},port={port if kind == 'tcp' else lst.port}"))
+    return out
+
+
 def _tls(s: Server) -> Fields:
-    # No TLS listener: the certificate fields read as Valkey's do without one.
-    return [(f"tls_{who}_cert_{what}", val) for who in ("server", "client", "ca")
-            for what, val in (("serial", "none"), ("expires_in_seconds", 0))]
+    # Without TLS the certificate fields read as Valkey's do without one.
+    return s.tls.info()
 
 
 def _clients(s: Server) -> Fields:

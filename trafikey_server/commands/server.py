@@ -405,9 +405,12 @@ def config_set(c: Client, argv: list[bytes]) -> bytes:
             raise _set_failed(name, str(e)) from None
     old = {opt.name: cfg.values[opt.name] for _, opt, _ in parsed}
     applied: list[Option] = []
+    # Every value is stored before any is applied, as Valkey does: options
+    # that only work together (a TLS certificate and its key) can change in one call.
+    for _, opt, value in parsed:
+        cfg.values[opt.name] = value
     try:
         for _, opt, value in parsed:
-            cfg.values[opt.name] = value
             if opt.apply is not None:
                 applied.append(opt)
                 opt.apply(c.server, value)

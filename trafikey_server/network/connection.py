@@ -48,6 +48,7 @@ from ..services.limits import admit, check_output, obuf_class, query_buffer_exce
 from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
+from .tls import certificate_user
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -200,6 +201,10 @@ class Connection(asyncio.Protocol):
             return
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
+        if isinstance(sock, str):
+            # A unix socket: both addresses are the configured path, written
+            # as Valkey 9.1 writes them ("path:0" taken for a host, port 0).
+            peer = sock = f"[{server.config.values['unixsocket']}:0]:0"
         c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
         sockobj = transport.get_extra_info("socket")
         if sockobj is not None:
@@ -207,8 +212,13 @@ class Connection(asyncio.Protocol):
         c.transport = transport
         self.client = c
         server.client_connected(self, c)
+        if transport.get_extra_info("sslcontext") is not None:
+            certificate_user(server, c, transport)  # tls-auth-clients-user
         if server.log.level <= VERBOSE:
-            server.log.verbose(f"Accepted {c.addr}")
+            if isinstance(sock, str):  # Valkey's connUnixAcceptHandler line
+                server.log.verbose(f"Accepted connection to {server.config.values['unixsocket']}")
+            else:
+                server.log.verbose(f"Accepted {c.addr}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client

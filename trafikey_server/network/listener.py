@@ -6,18 +6,31 @@ it, which it cannot do while a long script holds the loop. Accepting here
 keeps every connection in the server's hands from its first moment: a
 connection accepted but not yet handed to the loop is in ``pending``, and
 the busy-script loop (``scripting/busy.py``) can serve it.
+
+One class serves the three kinds Valkey has, in its listener order: ``tcp``
+(one per bind address), ``unix`` (``unixsocket``: the path, its mode and
+group) and ``tls`` (the bind addresses on ``tls-port``; the handshake runs
+on the event loop with the context current at accept time). Only how a
+connection is made differs; every kind is then served by ``Connection``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import grp
+import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from .connection import Connection
+from .connection import Connection, _addr
+from .tls import openssl_text
 
 if TYPE_CHECKING:
     from ..server import Server
+
+
+# sizeof(struct sockaddr_un.sun_path) on Linux.
+_SUN_PATH = 108
 
 
 class Listener:
@@ -25,21 +38,67 @@ class Listener:
     # below the network code, accepts through it too.
     connection_class = Connection
 
-    def __init__(self, server: Server, host: str, port: int, backlog: int) -> None:
+    def __init__(self, server: Server, host: str, port: int, backlog: int, kind: str = "tcp") -> None:
         self.server = server
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind((host, port))
-        sock.listen(backlog)
+        # "tcp", "unix" (host is the socket's path) or "tls".
+        self.kind = kind
+        self.host = host
+        if kind == "unix":
+            sock = self._unix(host, backlog)
+            self.port = 0
+        else:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((host, port))
+            sock.listen(backlog)
+            self.port = sock.getsockname()[1]
         sock.setblocking(False)
         self.sock = sock
-        self.port: int = sock.getsockname()[1]
         # Accepted sockets whose Connection the loop has not yet announced.
         self.pending: dict[socket.socket, Any] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    def _unix(self, path: str, backlog: int) -> socket.socket:
+        """Valkey's anetUnixServer: a stale file at the path is replaced,
+        then bind, unixsocketperm's mode, unixsocketgroup's group and
+        listen, in that order. An OSError's text is Valkey's neterr."""
+        values = self.server.config.values
+        if len(path.encode()) > _SUN_PATH - 1:
+            raise OSError(0, f"unix socket path too long ({len(path.encode())}), must be under {_SUN_PATH}")
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # none there, or not ours to remove: bind says which
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.bind(path)
+            except OSError as e:
+                raise OSError(e.errno, f"bind: {e.strerror}") from None
+            perm = values["unixsocketperm"]
+            if perm:
+                os.chmod(path, perm)
+            group = values["unixsocketgroup"]
+            if group:
+                try:
+                    gid = grp.getgrnam(group).gr_gid
+                except KeyError:  # getgrnam found none and set no errno: strerror(0)
+                    raise OSError(0, f"getgrnam error for group '{group}': Success") from None
+                try:
+                    os.chown(path, -1, gid)
+                except OSError as e:
+                    raise OSError(e.errno, f"chown error for group '{group}': {e.strerror}") from None
+            try:
+                sock.listen(backlog)
+            except OSError as e:
+                raise OSError(e.errno, f"listen: {e.strerror}") from None
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -70,15 +129,42 @@ class Listener:
                 return
             conn = Connection(self.server)
             self.pending[sock] = conn
-            task = loop.create_task(loop.connect_accepted_socket(lambda conn=conn: conn, sock))
-            task.add_done_callback(lambda t, sock=sock: self._made(sock, t))
+            self.hand_over(loop, conn, sock)
 
-    def _made(self, sock: socket.socket, task: asyncio.Task[Any]) -> None:
+    def hand_over(self, loop: asyncio.AbstractEventLoop, conn: Any, sock: socket.socket) -> None:
+        """The event loop takes the accepted socket (after the handshake, for TLS)."""
+        if self.kind == "tls":
+            ctx = self.server.tls.context_for_accept()
+            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock, ssl=ctx)
+            # Kept for the log line of a failed handshake, when the socket is gone.
+            try:
+                where = f"addr={_addr(sock.getpeername())} laddr={_addr(sock.getsockname())}"
+            except OSError:  # already reset by the peer
+                where = "addr=?:0 laddr=?:0"
+        else:
+            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock)
+            where = ""
+        task = loop.create_task(coro)
+        task.add_done_callback(lambda t, sock=sock: self._made(sock, t, where))
+
+    def _made(self, sock: socket.socket, task: asyncio.Task[Any], where: str = "") -> None:
         self.pending.pop(sock, None)
         if not task.cancelled() and task.exception() is not None:
+            if self.kind == "tls":
+                # Valkey's line for a failed handshake (connAccept's error).
+                self.server.log.warning(f"Error accepting a client connection: {openssl_text(task.exception())} "
+                                        f"({where})")
             sock.close()
 
-    def close(self) -> None:
+    def close(self, unlink: bool = False) -> None:
+        """Stop listening; ``unlink`` removes a unix socket's file too, as
+        Valkey does at shutdown."""
         if self.loop is not None:
             self.loop.remove_reader(self.sock.fileno())
         self.sock.close()
+        if unlink and self.kind == "unix":
+            self.server.log.notice("Removing the unix socket file.")
+            try:
+                os.unlink(self.host)
+            except OSError as e:
+                self.server.log.warning(f"Error removing the unix socket file: {e.strerror}")

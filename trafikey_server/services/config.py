@@ -374,6 +374,9 @@ _apply_policy = _registered("maxmemory-policy")
 _apply_min_replicas = _registered("min-replicas")
 _apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
 _apply_obuf = _registered("client-output-buffer-limit")
+# The tls-* options that rebuild the TLS context, and tls-port (network/tls.py).
+_apply_tls = _registered("tls")
+_apply_tls_port = _registered("tls-port")
 
 
 def _apply_port(server: Any, value: int) -> None:
@@ -684,25 +687,25 @@ def _options() -> list[Option]:
     E("tls-auth-clients", "yes", ("no", "yes", "optional")),
     E("tls-auth-clients-user", "off", ("CN", "URI", "off")),
     N("tls-auto-reload-interval", 0, 0, 2147483647),
-    S("tls-ca-cert-dir", ""),
-    S("tls-ca-cert-file", ""),
-    S("tls-cert-file", ""),
-    S("tls-ciphers", ""),
-    S("tls-ciphersuites", ""),
-    S("tls-client-cert-file", ""),
-    S("tls-client-key-file", ""),
-    S("tls-client-key-file-pass", "", sensitive=True),
-    B("tls-cluster", False),
-    S("tls-dh-params-file", ""),
-    S("tls-key-file", ""),
-    S("tls-key-file-pass", "", sensitive=True),
-    N("tls-port", 0, 0, 65535),
-    B("tls-prefer-server-ciphers", False),
-    S("tls-protocols", ""),
-    B("tls-replication", False),
-    N("tls-session-cache-size", 20480, 0, 2147483647),
-    N("tls-session-cache-timeout", 300, 0, 2147483647),
-    B("tls-session-caching", True),
+    S("tls-ca-cert-dir", "", apply=_apply_tls),
+    S("tls-ca-cert-file", "", apply=_apply_tls),
+    S("tls-cert-file", "", apply=_apply_tls),
+    S("tls-ciphers", "", apply=_apply_tls),
+    S("tls-ciphersuites", "", apply=_apply_tls),
+    S("tls-client-cert-file", "", apply=_apply_tls),
+    S("tls-client-key-file", "", apply=_apply_tls),
+    S("tls-client-key-file-pass", "", sensitive=True, apply=_apply_tls),
+    B("tls-cluster", False, apply=_apply_tls),
+    S("tls-dh-params-file", "", apply=_apply_tls),
+    S("tls-key-file", "", apply=_apply_tls),
+    S("tls-key-file-pass", "", sensitive=True, apply=_apply_tls),
+    N("tls-port", 0, 0, 65535, apply=_apply_tls_port),
+    B("tls-prefer-server-ciphers", False, apply=_apply_tls),
+    S("tls-protocols", "", apply=_apply_tls),
+    B("tls-replication", False, apply=_apply_tls),
+    N("tls-session-cache-size", 20480, 0, 2147483647, apply=_apply_tls),
+    N("tls-session-cache-timeout", 300, 0, 2147483647, apply=_apply_tls),
+    B("tls-session-caching", True, apply=_apply_tls),
     N("tracking-table-max-keys", 1000000, 0, 9223372036854775807),
     N("zset-max-listpack-entries", 128, 0, 9223372036854775807, aliases=("zset-max-ziplist-entries",),
       apply=_apply_limits),

@@ -16,6 +16,10 @@ through the connection's transport as usual. The dispatcher, seeing
 ``server.busy_run`` set, refuses what a busy server refuses. Connections
 accepted meanwhile are served through a stand-in transport and handed to
 the event loop when the script ends.
+
+TLS connections are left to the event loop: their bytes on the socket are
+records only the loop's SSL transport can read, so they, and connections
+still in their handshake, wait for the script to end.
 """
 
 from __future__ import annotations
@@ -125,6 +129,8 @@ class Busy:
         fds: dict[int, Any] = {}
         listeners = {}
         for lst in server.listeners:
+            if lst.kind == "tls":
+                continue
             listeners[lst.fileno()] = lst
             for sock, conn in list(lst.pending.items()):
                 if conn.client is None:
@@ -138,6 +144,8 @@ class Busy:
                 continue
             if conn.transport.get_write_buffer_size():
                 continue  # earlier replies still queued: this one waits for the script
+            if conn.transport.get_extra_info("sslcontext") is not None:
+                continue  # TLS: records for the loop's transport to read
             fds[c.fd] = conn
         try:
             ready, _, _ = select.select(list(fds) + list(listeners), [], [], 0)
@@ -188,9 +196,7 @@ class Busy:
         conn = factory(self.server)
         conn.connection_made(RawTransport(sock))
         lst.pending[sock] = conn
-        loop = lst.loop
-        task = loop.create_task(loop.connect_accepted_socket(lambda conn=conn: conn, sock))
-        task.add_done_callback(lambda t, sock=sock: lst._made(sock, t))
+        lst.hand_over(lst.loop, conn, sock)
 
     def done(self, run: Run) -> None:
         """The script ended: the event loop takes over again. Connections
