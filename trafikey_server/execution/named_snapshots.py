@@ -26,6 +26,9 @@ command by command it rewrites the file's base from the restored keyspace.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..values.hash import Hash
@@ -41,6 +44,21 @@ if TYPE_CHECKING:
 BRAND_KEY = b"{emq}:version"
 
 Keyspace = list[tuple[dict[bytes, Any], dict[bytes, int]]]
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector held off while a keyspace is copied:
+    the copy allocates containers by the hundred thousand, all reachable,
+    and the collections their count would set off cost more than the copy
+    itself (measured: a restore of 100,000 keys takes a third of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _copy_db(db: Db, data: dict[bytes, Any], expires: dict[bytes, int], now: int,
@@ -84,7 +102,8 @@ class NamedSnapshots:
     def save(self, name: bytes) -> None:
         """Keep a copy of every database under name (replacing one of that name)."""
         now = self.server.clock.ms()
-        self.saved[name] = [_copy_db(db, db.data, db.expires, now, True) for db in self.server.dbs]
+        with _no_gc():
+            self.saved[name] = [_copy_db(db, db.data, db.expires, now, True) for db in self.server.dbs]
 
     def delete(self, names: list[bytes]) -> int:
         n = 0
@@ -100,6 +119,10 @@ class NamedSnapshots:
     def restore(self, name: bytes) -> int:
         """Put the snapshot in place of every database (KeyError for an
         unknown name); the number of keys restored."""
+        with _no_gc():
+            return self._restore(name)
+
+    def _restore(self, name: bytes) -> int:
         kept = self.saved[name]
         server = self.server
         now = server.clock.ms()
