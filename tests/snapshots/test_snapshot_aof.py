@@ -49,3 +49,31 @@ def test_restart_after_restore_loads_the_restored_data() -> None:
         w.close()
     finally:
         p.stop()
+
+
+def test_restore_during_a_background_rewrite() -> None:
+    """A rewrite under way when a restore comes is dropped: its base would
+    hold the keyspace before the restore."""
+    d = tempfile.mkdtemp(prefix="trafikey-snap-aof-")
+    p = aof_server(d, "--enable-debug-command", "yes", "--emq-brand", "none")
+    try:
+        w = Wire(p.port)
+        load(w, commands(2000))
+        w.call("TRAFIKEY.SNAPSHOT", "SAVE", "s")
+        saved = w.call("DEBUG", "DIGEST")
+        w.call("FLUSHALL")
+        w.call("SET", "only", "this")
+        assert w.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        assert w.call("TRAFIKEY.SNAPSHOT", "RESTORE", "s") == b"+OK\r\n"
+        assert w.call("DEBUG", "DIGEST") == saved
+        assert b"aof_rewrite_in_progress:0" in w.call("INFO", "persistence")
+        w.close()
+    finally:
+        p.stop()
+    p = aof_server(d, "--enable-debug-command", "yes", "--emq-brand", "none")
+    try:
+        w = Wire(p.port)
+        assert w.call("DEBUG", "DIGEST") == saved
+        w.close()
+    finally:
+        p.stop()
