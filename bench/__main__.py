@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers, streams
+from . import blocking, commands, growth, lifecycle, memory, pubsub, report, servers, snapshot, streams
 from .report import FAKE, PURE, TRAFIKEY, TWINS, TWINS_PURE, VALKEY, Results
 
 BENCH_DIR = Path(__file__).resolve().parent
-SECTIONS = ("commands", "lifecycle", "growth", "blocking", "pubsub", "streams")
+SECTIONS = ("commands", "lifecycle", "growth", "blocking", "pubsub", "streams", "snapshot")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -34,7 +34,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="tiny counts, 1 round: proves the harness works")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per measurement (default 5; quick 1)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
-                    help="comma-separated subset of commands,lifecycle,growth,blocking,pubsub,streams"
+                    help="comma-separated subset of commands,lifecycle,growth,blocking,pubsub,streams,snapshot"
                          " (growth includes memory)")
     ap.add_argument("--out", type=Path, default=BENCH_DIR / "out", help="where results.md/json and ratios.png go")
     ap.add_argument("--write-results", action="store_true", help="also write bench/RESULTS.md and bench/ratios.png")
@@ -57,6 +57,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="stream entries of the memory section's stream row (1,000,000)")
     ap.add_argument("--stream-cycle-entries", type=int, default=None,
                     help="entries per XADD/XREADGROUP/XACK run of the streams section (100,000)")
+    ap.add_argument("--snapshot-keys", type=int, default=None,
+                    help="keys of every type saved and restored by the snapshot section (100,000)")
     ap.add_argument("--no-fakeredis", action="store_true", help="skip executor (d)")
     ap.add_argument("--no-pure", action="store_true",
                     help="with a compiled build, skip the second, pure-Python trafikey-server")
@@ -67,7 +69,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "jobs": (600, 40_000), "fake_jobs": (20, 400), "procs": (1, 2), "conns": (2, 4), "batch": (50, 200),
         "growth_sizes": ("1000,10000", "1000,1000000"), "working": (500, 20_000), "wakeups": (50, 2_000),
         "pubsub_messages": (2_000, 200_000), "stream_entries": (5_000, 1_000_000),
-        "stream_cycle_entries": (2_000, 100_000),
+        "stream_cycle_entries": (2_000, 100_000), "snapshot_keys": (2_000, 100_000),
     }
     for name, (quick, full) in defaults.items():
         if getattr(a, name) is None:
@@ -212,6 +214,20 @@ def section_streams(a: argparse.Namespace, res: Results, log: Callable[[str], No
             s.stop()
 
 
+def section_snapshot(a: argparse.Namespace, res: Results, log: Callable[[str], None]) -> None:
+    log(f"snapshot: TRAFIKEY.SNAPSHOT SAVE and RESTORE of {a.snapshot_keys:,} keys, Valkey's DEBUG RELOAD")
+    started: list[servers.Server] = []
+    try:
+        v = servers.start_valkey(VALKEY, "--enable-debug-command", "yes")
+        started.append(v)
+        t = servers.start_trafikey(TRAFIKEY, "none", "--enable-debug-command", "yes")
+        started.append(t)
+        snapshot.run_snapshot(t, v, rounds=a.rounds, keys=a.snapshot_keys, record=res.record, log=log)
+    finally:
+        for s in started:
+            s.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     t0 = time.monotonic()
@@ -228,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients": a.clients, "latency_clients": a.clients, "jobs": a.jobs, "fake_jobs": a.fake_jobs,
         "procs": a.procs, "conns": a.conns, "batch": a.batch, "working": a.working, "wakeups": a.wakeups,
         "pubsub_messages": a.pubsub_messages, "stream_cycle_entries": a.stream_cycle_entries,
+        "snapshot_keys": a.snapshot_keys,
         "pinning": servers.pinning_note(), "machine": report.machine(), "sections": a.sections,
         "compiled": a.compiled, "pure": a.pure,
     }
@@ -236,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, fn in (("commands", section_commands), ("lifecycle", section_lifecycle),
                          ("growth", section_growth), ("blocking", section_blocking), ("pubsub", section_pubsub),
-                         ("streams", section_streams)):
+                         ("streams", section_streams), ("snapshot", section_snapshot)):
             if name in a.sections:
                 fn(a, res, log)
     finally:

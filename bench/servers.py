@@ -230,12 +230,12 @@ def compiled_build() -> list[str]:
     return native.built()
 
 
-def start_valkey(label: str) -> Server:
+def start_valkey(label: str, *extra: str) -> Server:
     """valkey-server 9.1.2 without persistence, in its own temp dir."""
     port = free_port()
     d = mkdtemp("bench-valkey-")
     argv = [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", d, "--loglevel", "warning"]
+            "--dir", d, "--loglevel", "warning", *extra]
     return Server("valkey", label, argv, port, cwd=d)
 
 

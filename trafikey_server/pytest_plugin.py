@@ -9,7 +9,9 @@ Installed with the package (entry point ``pytest11``), so a project that
 - ``trafikey_clock``: the server's clock, frozen for the test until it
   moves it (TRAFIKEY.CLOCK), so lease expiry needs no sleeping;
 - ``trafikey_faults``: fault rules (TRAFIKEY.FAULT) for the test, all
-  deleted after it: errors, lost or cut replies, delays.
+  deleted after it: errors, lost or cut replies, delays;
+- ``trafikey_snapshot`` (session): named snapshots of the keyspace
+  (TRAFIKEY.SNAPSHOT), to load a dataset once and restore it per test.
 
 Settings come from the ini file (``[pytest]`` / ``[tool.pytest.ini_options]``)
 or the command line, the command line winning: ``trafikey_brand``,
@@ -341,4 +343,37 @@ def trafikey_faults(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[
     faults.reset()
     yield faults
     faults.reset()
+    client.close()
+
+
+class ServerSnapshots:
+    """The server's named snapshots (TRAFIKEY.SNAPSHOT): save the keyspace
+    once, put it back before each test in time proportional to the data."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def save(self, name: str) -> None:
+        """Keep a copy of every database under ``name`` (replacing one of that name)."""
+        self._client.execute_command("TRAFIKEY.SNAPSHOT", "SAVE", name)
+
+    def restore(self, name: str) -> None:
+        """Replace every database with a copy of the snapshot; the clock and
+        the brand key stay as they are."""
+        self._client.execute_command("TRAFIKEY.SNAPSHOT", "RESTORE", name)
+
+    def delete(self, *names: str) -> int:
+        """Forget snapshots; how many existed."""
+        return int(self._client.execute_command("TRAFIKEY.SNAPSHOT", "DEL", *names))
+
+    def names(self) -> list[str]:
+        return [n.decode() for n in self._client.execute_command("TRAFIKEY.SNAPSHOT", "LIST")]
+
+
+@pytest.fixture(scope="session")
+def trafikey_snapshot(trafikey_server: TrafikeyServer) -> Iterator[ServerSnapshots]:
+    """Named snapshots of the session server's keyspace, for session
+    fixtures that load a dataset once and tests that restore it."""
+    client = trafikey_server.client()
+    yield ServerSnapshots(client)
     client.close()

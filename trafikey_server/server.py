@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .commands.client import info_line
+from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.rdb import RdbError
@@ -112,6 +113,8 @@ class Server:
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
         self.snapshots = Snapshots(self)
+        # TRAFIKEY.SNAPSHOT's copies of the keyspace, by name (in memory only).
+        self.named_snapshots = NamedSnapshots(self)
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
         # feeds it each write's effects. None costs a write one check.
         self.aof: Any = None

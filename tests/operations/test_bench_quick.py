@@ -34,14 +34,16 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
 
     text = (out / "results.md").read_text()
     for heading in ("## Commands", "## Job lifecycle", "### Shape 1", "### Shape 2", "## Growth",
-                    "## Memory", "## Blocking", "## Pub/sub", "## Streams", "## Targets"):
+                    "## Memory", "## Blocking", "## Pub/sub", "## Streams", "## Named snapshots",
+                    "## Targets"):
         assert heading in text, heading
     for row in ("| PING | 1 |", "| ZRANGE | 16 |", "| LRANGE_100 | 1 |", "| SMEMBERS | 16 |",
                 "(a) native verbs", "(b) twin scripts, trafikey-server",
                 "(c) twin scripts, valkey-server", "| 1,000 | (a) native", "| 10,000 | (c) twin",
                 "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |",
                 "| BLPOP one waiter |", "| 100 |", "| XADD | 1 |", "| XADD_MAXLEN | 16 |", "| XRANGE | 1 |",
-                "| SETBIT | 1 |", "| BITCOUNT | 16 |", "| PFADD | 1 |", "| PFCOUNT | 16 |", "| GEOADD | 1 |"):
+                "| SETBIT | 1 |", "| BITCOUNT | 16 |", "| PFADD | 1 |", "| PFCOUNT | 16 |", "| GEOADD | 1 |",
+                "| TRAFIKEY.SNAPSHOT SAVE |", "| TRAFIKEY.SNAPSHOT RESTORE |", "| DEBUG RELOAD |"):
         assert row in text, row
     streams = text.split("## Streams", 1)[1].split("## Targets", 1)[0]
     for row in ("| 1 |", "| 10 |"):
@@ -54,7 +56,7 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
 
     data = json.loads((out / "results.json").read_text())
     assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub",
-                                     "stream_cycle"}
+                                     "stream_cycle", "snapshot"}
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -319,12 +319,14 @@ def _encoding(db: Db, key: bytes, v: List) -> bytes:
 
 
 def _copy(v: List) -> List:
-    out = List(v)
+    # Built around __init__, which would measure every element again for a
+    # size the copy takes as it is.
+    out = List.__new__(List)
+    deque.__init__(out, v)
     out.big = v.big
     out.fill = v.fill
     out.size = v.size
-    if v.nodes is not None:
-        out.nodes = deque([list(n) for n in v.nodes])
+    out.nodes = None if v.nodes is None else deque([list(n) for n in v.nodes])
     return out
 
 

@@ -3,7 +3,7 @@
 A value type (string, hash, sorted set, ...) is one ``ValueType``, defined in
 the type's own module and listed in the registry (``valuetypes.py``).
 Everything that treats values by their type without being a command of that
-type (TYPE, SCAN TYPE, COPY, OBJECT ENCODING, MEMORY USAGE, DEBUG DIGEST,
+type (TYPE, SCAN TYPE, COPY, named snapshots, OBJECT ENCODING, MEMORY USAGE, DEBUG DIGEST,
 the RDB file, the AOF rewrite, the listpack thresholds) asks the registry
 for the record of ``type(value)`` and calls it; none of them names a type.
 
@@ -36,7 +36,10 @@ class ValueType:
     # OBJECT ENCODING: (db, key, value) -> one of ``encodings``. The rules
     # that move a value from one encoding to the next live with the writes.
     encoding: Callable[[Db, bytes, Any], bytes]
-    # COPY: a value that shares nothing mutable with the given one.
+    # COPY, and a named snapshot's SAVE and RESTORE (TRAFIKEY.SNAPSHOT): a
+    # value that shares nothing mutable with the given one. A snapshot copies
+    # every key on each restore, so this is built from the parts directly
+    # (no serialisation, no re-validation): time proportional to the value.
     copy: Callable[[Any], Any]
     # MEMORY USAGE: (value, samples) -> bytes on top of the key's own object,
     # sampling at most ``samples`` elements of a collection.

@@ -3,7 +3,6 @@ Valkey's listpack or skiplist encoding (``ZSet.big``)."""
 
 from __future__ import annotations
 
-import copy as _copy_module
 import math
 from collections.abc import Iterator
 from itertools import islice
@@ -28,7 +27,7 @@ from ..protocol.rdbformat import (
 from ..util.floats import format_double
 from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
-from .zset import ZSet
+from .zset import Index, ZSet
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -40,7 +39,13 @@ def _encoding(db: Db, key: bytes, v: ZSet) -> bytes:
 
 
 def _copy(v: ZSet) -> ZSet:
-    return _copy_module.deepcopy(v)
+    # Scores and members are immutable: the copy shares them, and the index
+    # is built from pairs already in order (one linear pass, no re-sorting).
+    out = ZSet()
+    out.scores = dict(v.scores)
+    out.index = Index(v.index)
+    out.big = v.big
+    return out
 
 
 def _memory(v: ZSet, samples: int) -> int:

@@ -329,6 +329,37 @@ class Aof:
         self.selected = -1
         return part
 
+    def rebase(self) -> None:
+        """A new base from the keyspace as it is, in place before this
+        returns: for a change the log cannot carry as commands (a named
+        snapshot's RESTORE replaces the whole keyspace). A background
+        rewrite under way is dropped. Until the manifest naming the new base
+        and a fresh incremental file is stored, the old files stay the
+        truth; after it, they are deleted. Effects gathered and not yet
+        written (a transaction's so far) are in the base already: dropped."""
+        self.rewriter.kill()
+        self.unit = []
+        self.flush(fsync=True)
+        m = self.manifest
+        base = m.new_base_name(self.filename)
+        temp = os.path.join(self.dirname, f"temp-rewriteaof-{os.getpid()}.aof")
+        write_snapshot(self.server, temp)
+        os.replace(temp, os.path.join(self.dirname, base.name))
+        old = ([m.base] if m.base else []) + m.incrs
+        m.base = base
+        m.incrs = []
+        part = m.new_incr(self.filename)
+        fd = os.open(os.path.join(self.dirname, part.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        mf.store(m, self.dirname, self.filename)
+        with self.lock:
+            prev, self.fd = self.fd, fd
+            os.close(prev)
+        self.selected = -1
+        for p in old:
+            self._unlink(p.name)
+        self.base_size = os.path.getsize(os.path.join(self.dirname, base.name))
+        self.current_size = self.base_size
+
     # -- shutdown ------------------------------------------------------------------------
 
     def close(self) -> None:
