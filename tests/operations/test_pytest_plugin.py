@@ -130,8 +130,8 @@ def test_sample_project(project: pytest.Pytester) -> None:
     project.makepyfile(test_sample=SAMPLE)
     # -W error: a connection left open (an unclosed socket) fails the run;
     # no pytest-asyncio here (it warns at start when its loop scope is unset)
-    result = run(project, "-v", "-W", "error", "-p", "no:asyncio")
-    result.assert_outcomes(passed=7)
+    result = run_checked(project, "-v", "-W", "error", "-p", "no:asyncio")
+    result.assert_outcomes(passed=8)
     # one session server: started once, shared by every test
     assert result.ret == 0
 
