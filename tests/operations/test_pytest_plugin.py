@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
+import subprocess
+import sys
+import time
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -236,6 +240,30 @@ def test_a_server_that_fails_after_its_start_is_stopped(project: pytest.Pytester
     result.stdout.fnmatch_lines(["*RuntimeError: no client today*"])
 
 
+def test_a_killed_run_takes_its_server_along(project: pytest.Pytester) -> None:
+    """SIGKILL leaves no finalizer or atexit to run: the kernel ends the
+    server with its pytest process (Linux)."""
+    project.makepyfile(test_hang="import time\n\ndef test_hang(trafikey):\n    time.sleep(120)\n")
+    proc = project.popen([sys.executable, "-m", "pytest", *plugin_args(), "-p", "no:cacheprovider",
+                          f"--basetemp={project.path / 'basetemp'}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not servers_under(project.path) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert servers_under(project.path), "the server never started"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 15
+    while servers_under(project.path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = servers_under(project.path)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
 ASYNC_SAMPLE = '''
 import asyncio
 
@@ -399,9 +427,10 @@ def test_xdist_gives_each_worker_its_own_server(project: pytest.Pytester) -> Non
     """-n 2: two servers, one per worker, on two ports, each stopped with
     its worker; the README's asyncio example runs there too."""
     project.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    project.makepyfile(test_sample=XDIST_SAMPLE.format(count=4), test_readme=readme_examples()[1])
+    sync, asyncio = readme_examples()[:2]
+    project.makepyfile(test_sample=XDIST_SAMPLE.format(count=4), test_readme=sync, test_readme_async=asyncio)
     result = run_checked(project, "-n", "2", "-p", "xdist", "-p", "asyncio")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
     servers = {}
     for path in (project.path / "seen").iterdir():
         lines = set(path.read_text().splitlines())
