@@ -430,15 +430,16 @@ def test_xdist_gives_each_worker_its_own_server(project: pytest.Pytester) -> Non
     sync, asyncio = readme_examples()[:2]
     project.makepyfile(test_sample=XDIST_SAMPLE.format(count=4), test_readme=sync, test_readme_async=asyncio)
     result = run_checked(project, "-n", "2", "-p", "xdist", "-p", "asyncio")
-    result.assert_outcomes(passed=10)
+    out = result.stdout.str()
+    assert result.parseoutcomes().get("passed") == 10, out
     servers = {}
     for path in (project.path / "seen").iterdir():
         lines = set(path.read_text().splitlines())
-        assert len(lines) == 1, lines  # one server for all of a worker's tests
+        assert len(lines) == 1, (lines, out)  # one server for all of a worker's tests
         port, pid, info_pid, info_port = lines.pop().split()
-        assert (info_pid, info_port) == (pid, port)  # and the one that answered is the one it started
+        assert (info_pid, info_port) == (pid, port), out  # and the one that answered is the one it started
         servers[path.name] = (port, pid)
-    assert sorted(servers) == ["gw0", "gw1"]
+    assert sorted(servers) == ["gw0", "gw1"], (servers, out)
     assert len({port for port, _ in servers.values()}) == 2
 
 
