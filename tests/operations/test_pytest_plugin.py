@@ -133,7 +133,7 @@ def test_sample_project(project: pytest.Pytester) -> None:
     test would fail the next."""
     project.makepyfile(test_sample=SAMPLE)
     # -W error: a connection left open (an unclosed socket) fails the run;
-    # no pytest-asyncio here (it warns at start when its loop scope is unset)
+    # no pytest-asyncio: the asyncio client in plain tests, as a project without it
     result = run_checked(project, "-v", "-W", "error", "-p", "no:asyncio")
     result.assert_outcomes(passed=8)
     # one session server: started once, shared by every test
