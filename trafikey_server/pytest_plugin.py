@@ -341,8 +341,8 @@ class LoopPools:
 
     A connection belongs to the loop it was opened in; used from another
     loop it fails ("attached to a different loop"). Test runners make many
-    loops: pytest-asyncio one per loop scope (a session-scoped fixture's
-    loop beside each test's), anyio one per test or module, ``asyncio.run``
+    loops: pytest-asyncio one per loop scope (a fixture on a module's loop
+    beside each test's own), anyio one per test or module, ``asyncio.run``
     one per call. With a pool per loop the one client works in all of them.
 
     A loop's connections close in that loop: when the loop ends (asyncio.run,
