@@ -18,19 +18,49 @@ or the command line, the command line winning: ``trafikey_brand``,
 ``trafikey_clock``, ``trafikey_persistence`` and ``trafikey_args``.
 
 redis-py is imported only when a fixture runs, so merely having the package
-installed never breaks a test run that does not use them.
+installed never breaks a test run that does not use them. A run that does
+use them without redis-py stops as a usage error naming what to install
+(``pip install "trafikey-server[pytest]"``) before any server starts.
+
+Every way pytest runs tests gets the same fixtures:
+
+- asyncio: the fixtures are synchronous, so pytest-asyncio accepts them in
+  strict mode as in auto mode, and anyio's plugin as well; the one async
+  object, ``trafikey_async``'s client, connects in whichever event loop
+  awaits it and keeps one pool of connections per loop. A plugin cannot
+  declare one async fixture both accept: strict mode runs only
+  ``pytest_asyncio.fixture``, which always runs in pytest-asyncio's loop,
+  while anyio runs only plain ``async def`` fixtures, in its own loop.
+- anyio: the asyncio backend. redis-py's asyncio client does not run on
+  trio, so an anyio test on the trio backend that asks for
+  ``trafikey_async`` fails with a message saying so.
+- pytest-xdist: every worker process starts its own server, on its own free
+  port, with its own data directory. A server per worker rather than a
+  database per worker, because the fixtures FLUSHALL, move the clock and
+  tests change CONFIG and CLIENT state, all of which are server-wide. A
+  worker makes sure the server that answers on its port is the process it
+  started, so two workers that drew the same port never share a server.
+
+A server started here is stopped by its fixture's finalizer whatever fails
+after its start; an interpreter that exits without finalizing stops it at
+exit, and on Linux a server whose pytest process died (SIGKILL) is sent
+SIGTERM by the kernel.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import ctypes
+import importlib
 import shlex
+import signal
 import socket
 import subprocess
 import sys
 import time
-import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +71,56 @@ from .util.procs import free_port
 BRAND_KEY = "{emq}:version"
 PERSISTENCE = ("none", "rdb", "aof")
 START_TIMEOUT = 30.0  # seconds: how long a starting server may take to answer
+INSTALL_HINT = 'pip install "trafikey-server[pytest]"'
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def redis_missing() -> str | None:
+    """Why redis-py cannot be imported here, or None when it can."""
+    try:
+        importlib.import_module("redis.asyncio")
+    except ImportError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+MISSING_REDIS = "the trafikey-server fixtures need redis-py"
+
+
+def missing_redis_message(reason: str) -> str:
+    return f"{MISSING_REDIS}, which cannot be imported here ({reason}); install it with: {INSTALL_HINT}"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse the run before any test (and so any server) starts when a
+    selected test uses the fixtures and redis-py is missing: every fixture
+    stands on ``trafikey_server``, so its name in a test's closure is the
+    sign. Trylast: after ``-k``/``-m`` have deselected."""
+    if config.option.collectonly:
+        return
+    if not any("trafikey_server" in getattr(item, "fixturenames", ()) for item in items):
+        return
+    reason = redis_missing()
+    if reason is None:
+        return
+    message = missing_redis_message(reason)
+    if hasattr(config, "workerinput"):
+        # an xdist worker: a usage error raised here would reach the controller
+        # as a crash; a session told to stop hands it the reason, which it shows
+        session.shouldstop = message
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+    raise pytest.UsageError(message)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The xdist controller stops Interrupted, with a worker's refusal as
+    its reason (``shouldstop``): exit as the usage error it is."""
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    reason = str(getattr(dsession, "shouldstop", "") or "")
+    if exitstatus == pytest.ExitCode.INTERRUPTED and reason.startswith(MISSING_REDIS):
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,6 +139,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("trafikey_args", "more server options, as on its command line", type="args", default=[])
 
 
+_PRCTL: Any = None
+if sys.platform == "linux":
+    with contextlib.suppress(OSError, AttributeError):
+        _PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: a forked child only calls it
+
+
+def _die_with_parent() -> None:
+    """In the forked child before exec: the kernel sends SIGTERM when the
+    pytest process dies without its finalizers or atexit (SIGKILL)."""
+    _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
+_RUNNING: set[TrafikeyServer] = set()  # started and not yet stopped
+
+
+@atexit.register
+def _stop_left_running() -> None:
+    """The last resort, for an interpreter that exits without the
+    session's teardown having run (an internal error, an exit raised in a
+    plugin's hook)."""
+    for server in list(_RUNNING):
+        server.stop()
+
+
+def _read_bulk(sock: socket.socket) -> bytes | None:
+    """One RESP bulk string from ``sock``; None for any other reply."""
+    buf = b""
+    while b"\r\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n")
+    if not head.startswith(b"$") or int(head[1:]) < 0:
+        return None
+    size = int(head[1:])
+    while len(body) < size:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        body += chunk
+    return body[:size]
+
+
 class TrafikeyServer:
     """A trafikey-server process the fixtures started; ``stop()`` ends it."""
 
@@ -71,7 +195,9 @@ class TrafikeyServer:
         self.brand: str | None = None  # the brand key's value after start, if any
         self.log_path = directory / "trafikey-server.log"
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=directory)
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=directory,
+                                         preexec_fn=_die_with_parent if _PRCTL is not None else None)
+        _RUNNING.add(self)
 
     @property
     def url(self) -> str:
@@ -85,23 +211,32 @@ class TrafikeyServer:
 
         return redis.Redis(host=self.host, port=self.port, **kwargs)
 
+    def answers(self) -> bool:
+        """Whether this process answers on the port. Any reply would not do:
+        another server (another xdist worker's, which drew the same free
+        port a moment earlier) may hold the port while this one is still
+        starting and about to fail to bind it."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1) as s:
+                s.sendall(b"INFO server\r\n")
+                info = _read_bulk(s)
+        except (OSError, ValueError):
+            return False
+        return info is not None and f"\r\nprocess_id:{self.proc.pid}\r\n".encode() in info
+
     def wait_ready(self, timeout: float = START_TIMEOUT) -> bool:
-        """True once the server answers PING; False if the process died."""
+        """True once the server answers; False if the process died."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            try:
-                with socket.create_connection((self.host, self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return True
-            except OSError:
-                pass
+            if self.answers():
+                return True
             time.sleep(0.05)
         raise RuntimeError(f"trafikey-server did not answer within {timeout}s:\n{self.log()}")
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -142,16 +277,25 @@ def server_argv(config: pytest.Config, port: int, directory: Path) -> tuple[list
 
 def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> TrafikeyServer:
     """Start and wait; a port taken between choosing and binding it is
-    chosen again."""
+    chosen again. A server that fails any step after its start (no answer
+    in time, an interrupt, redis-py failing) is stopped before the error
+    goes on: only a ready server is handed out."""
     for _ in range(attempts):
         port = free_port()
         argv, clock = server_argv(config, port, directory)
         server = TrafikeyServer(argv, port, directory, clock)
-        if server.wait_ready():
-            client = server.client(decode_responses=True)
-            server.brand = client.get(BRAND_KEY)
-            client.close()
-            return server
+        try:
+            if server.wait_ready():
+                client = server.client(decode_responses=True)
+                try:
+                    server.brand = client.get(BRAND_KEY)
+                finally:
+                    client.close()
+                return server
+        except BaseException:
+            server.stop()
+            raise
+        server.stop()
         if "Address already in use" not in server.log():
             break
     raise RuntimeError(f"trafikey-server exited at start ({' '.join(argv)}):\n{server.log()}")
@@ -160,10 +304,16 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
 @pytest.fixture(scope="session")
 def trafikey_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         TrafikeyServer]:
-    """One server for the whole session; its data directory is a temporary one."""
+    """One server for the whole session (for each xdist worker: its own);
+    its data directory is a temporary one."""
+    reason = redis_missing()  # a test that asked for it by getfixturevalue: the collection check missed it
+    if reason is not None:
+        pytest.exit(missing_redis_message(reason), returncode=pytest.ExitCode.USAGE_ERROR)
     server = start_server(request.config, tmp_path_factory.mktemp("trafikey"))
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def reset(server: TrafikeyServer) -> None:
@@ -189,46 +339,97 @@ def trafikey(trafikey_server: TrafikeyServer) -> Iterator[Any]:
     client.close()
 
 
-def _async_client(server: TrafikeyServer) -> Any:
-    """A ``redis.asyncio.Redis`` that closes its own connections when the
-    event loop they belong to ends: a loop that ends (``asyncio.run``,
-    pytest-asyncio) cancels its pending tasks and lets them finish, and a
-    task started with the first connection in each loop closes the client
-    then, in that loop, the only place where it can."""
-    import redis.asyncio
-    from redis.asyncio.connection import Connection
+class LoopPools:
+    """Stands where ``redis.asyncio.Redis`` keeps its ConnectionPool and
+    hands each event loop a pool of its own, chosen when a command runs
+    (the pool's methods are looked up inside the awaiting coroutine).
 
-    watched: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-    holder: list[Any] = []
-    tasks: set[asyncio.Task[None]] = set()  # a task nothing refers to may be collected
+    A connection belongs to the loop it was opened in; used from another
+    loop it fails ("attached to a different loop"). Test runners make many
+    loops: pytest-asyncio one per loop scope (a fixture on a module's loop
+    beside each test's own), anyio one per test or module, ``asyncio.run``
+    one per call. With a pool per loop the one client works in all of them.
 
-    async def close_when_the_loop_ends() -> None:
+    A loop's connections close in that loop: when the loop ends (asyncio.run,
+    pytest-asyncio and anyio cancel the tasks left at their end, and a task
+    waits in each loop for that) or when the fixture ends, whichever comes
+    first."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        import redis.asyncio
+
+        self._kwargs = kwargs
+        self._pool_class = redis.asyncio.ConnectionPool
+        self._outside = self._pool_class(**kwargs)  # answers encoder/kwargs questions asked outside a loop
+        self._pools: dict[asyncio.AbstractEventLoop, tuple[Any, asyncio.Task[None]]] = {}
+
+    def _current(self) -> Any:
         try:
-            await asyncio.Future()
-        finally:
-            await holder[0].connection_pool.disconnect()
-
-    class ClosingConnection(Connection):
-        def _connection_arguments(self) -> Mapping[str, Any]:
             loop = asyncio.get_running_loop()
-            if loop not in watched:
-                watched.add(loop)
-                task = loop.create_task(close_when_the_loop_ends())
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-            return super()._connection_arguments()
+        except RuntimeError:
+            return self._outside
+        entry = self._pools.get(loop)
+        if entry is None:
+            pool = self._pool_class(**self._kwargs)
+            entry = self._pools[loop] = (pool, loop.create_task(self._close_with(loop, pool)))
+        return entry[0]
 
-    pool = redis.asyncio.ConnectionPool(connection_class=ClosingConnection, host=server.host, port=server.port)
-    holder.append(redis.asyncio.Redis(connection_pool=pool))
-    return holder[0]
+    async def _close_with(self, loop: asyncio.AbstractEventLoop, pool: Any) -> None:
+        try:
+            await loop.create_future()  # until cancelled: the loop's end or close()
+        finally:
+            self._pools.pop(loop, None)
+            await pool.disconnect()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_kwargs", "_pool_class", "_outside", "_pools"):  # before __init__ set them (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self._current(), name)
+
+    def __repr__(self) -> str:
+        return f"<LoopPools {self._kwargs.get('host')}:{self._kwargs.get('port')} loops={len(self._pools)}>"
+
+    def close(self) -> None:
+        """Close every loop's connections in that loop: an idle loop (a
+        pytest-asyncio or anyio loop between tests) runs the closing now,
+        a loop running in another thread is asked to, a closed one has
+        already closed them."""
+        for loop, (_, task) in list(self._pools.items()):
+            if loop.is_closed():
+                self._pools.pop(loop, None)
+            elif loop.is_running():
+                loop.call_soon_threadsafe(task.cancel)
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    loop.run_until_complete(task)
+
+
+def _anyio_backend(request: pytest.FixtureRequest) -> str | None:
+    """The backend of an anyio test, None for any other test."""
+    if "anyio_backend" not in request.fixturenames:
+        return None
+    backend = request.getfixturevalue("anyio_backend")
+    return str(backend if isinstance(backend, str) else backend[0])
 
 
 @pytest.fixture
-def trafikey_async(trafikey_server: TrafikeyServer) -> Any:
-    """A ``redis.asyncio.Redis`` on a reset keyspace; it connects in the
-    event loop of the test that awaits it, and closes with that loop."""
+def trafikey_async(request: pytest.FixtureRequest, trafikey_server: TrafikeyServer) -> Iterator[Any]:
+    """A ``redis.asyncio.Redis`` on a reset keyspace. A plain (synchronous)
+    fixture, so pytest-asyncio in strict or auto mode and anyio all accept
+    it; it connects in the event loop of whoever awaits it (test, async
+    fixture of any loop scope, ``asyncio.run``) and closes its connections
+    in their loops."""
+    backend = _anyio_backend(request)
+    if backend not in (None, "asyncio"):
+        pytest.fail(f"trafikey_async is a redis.asyncio client, which runs on asyncio only, not on {backend}: "
+                    "give this test anyio_backend = 'asyncio'", pytrace=False)
+    import redis.asyncio
+
     reset(trafikey_server)
-    return _async_client(trafikey_server)
+    pools = LoopPools(host=trafikey_server.host, port=trafikey_server.port)
+    yield redis.asyncio.Redis(connection_pool=pools)
+    pools.close()
 
 
 class ServerClock:
