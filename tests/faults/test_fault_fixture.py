@@ -4,31 +4,16 @@ README's fault-injection example, run as printed."""
 
 from __future__ import annotations
 
-import os
-from importlib.metadata import entry_points
-
 import pytest
+from helpers.plugin_project import run, user_project
 from helpers.readme import code_blocks
-from helpers.servers import ROOT
 
 pytest_plugins = ["pytester"]
-
-PLUGIN = "trafikey_server.pytest_plugin"
-
-
-def plugin_args() -> list[str]:
-    installed = {ep.value for ep in entry_points(group="pytest11")}
-    return [] if PLUGIN in installed else ["-p", PLUGIN]
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return pytester
-
-
-def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", *args, timeout=120)
+    return user_project(pytester, monkeypatch)
 
 
 SAMPLE = '''

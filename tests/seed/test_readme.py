@@ -4,16 +4,12 @@ process with the plugin's fixtures (as tests/operations runs the plugin)."""
 
 from __future__ import annotations
 
-import os
-from importlib.metadata import entry_points
-
 import pytest
+from helpers.plugin_project import run, user_project
 from helpers.readme import code_blocks
-from helpers.servers import ROOT
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = "trafikey_server.pytest_plugin"
 HEADING = "Reproducible randomness"
 
 
@@ -21,10 +17,8 @@ def test_readme_example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     (ini,) = code_blocks(HEADING, "ini")
     (code,) = code_blocks(HEADING, "python")
     assert "--seed 42" in ini
-    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    pytester.makeini(ini)
-    pytester.makepyfile(test_readme=code)
-    installed = {ep.value for ep in entry_points(group="pytest11")}
-    plugin = [] if PLUGIN in installed else ["-p", PLUGIN]
-    result = pytester.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", timeout=120)
+    project = user_project(pytester, monkeypatch)
+    project.makeini(ini)
+    project.makepyfile(test_readme=code)
+    result = run(project)
     result.assert_outcomes(passed=1)

@@ -4,28 +4,16 @@ example of it run as printed."""
 
 from __future__ import annotations
 
-import os
-from importlib.metadata import entry_points
-
 import pytest
+from helpers.plugin_project import run, user_project
 from helpers.readme import code_blocks
-from helpers.servers import ROOT
 
 pytest_plugins = ["pytester"]
-
-PLUGIN = "trafikey_server.pytest_plugin"
-
-
-def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    installed = {ep.value for ep in entry_points(group="pytest11")}
-    plugin = [] if PLUGIN in installed else ["-p", PLUGIN]
-    return project.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", *args, timeout=120)
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return pytester
+    return user_project(pytester, monkeypatch)
 
 
 def test_readme_example_runs_as_printed(project: pytest.Pytester) -> None:
