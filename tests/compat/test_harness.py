@@ -1,7 +1,8 @@
 """The library harness's own bookkeeping (python3 -m compat): how it reads
 pytest's JUnit XML, counts reruns, and reads the list of tests that fail for
-a library's own reason. Running the suites themselves needs PyPI and minutes
-per library, so it is a command of its own, not part of this suite."""
+a library's own reason. Running the suites themselves needs a package index
+(pip downloads the sdists) and minutes per library, so it is a command of its
+own, not part of this suite."""
 
 from __future__ import annotations
 
