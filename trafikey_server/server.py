@@ -253,6 +253,7 @@ class Server:
         da._heap, db_._heap = db_._heap, da._heap
         da.swap_fields(db_)
         da.access, db_.access = db_.access, da.access
+        da.float_ints, db_.float_ints = db_.float_ints, da.float_ints
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).
         if da.blocking:

@@ -25,7 +25,6 @@ from ..protocol.args import word
 from ..protocol.resp import ONE, ZERO, array_header, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.parsing import int64, to_int
-from ..values.string import FLOAT_INTS, forget_float_int
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -63,8 +62,7 @@ def _read_string(c: Client, key: bytes) -> bytes | bytearray | None:
     db = c.db
     v = db.get(key)
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         return None
     t = type(v)
     if t is not bytes and t is not bytearray:
@@ -79,19 +77,14 @@ def _for_write(db: Db, key: bytes, nbytes: int) -> tuple[bytearray, bool]:
     v = db.get(key)
     if v is None:
         b = bytearray(nbytes)
-        db.add(key, b, signal=False)  # signalled with the write, if one is made
-        if FLOAT_INTS:
-            forget_float_int(db, key)
+        db.add_string(key, b, None, signal=False)  # signalled with the write, if one is made
         return b, True
     t = type(v)
     if t is bytearray:
         b = v
     elif t is bytes:
         # Made raw in place: no change a watcher or a tracker hears of.
-        b = bytearray(v)
-        db.data[key] = b
-        if FLOAT_INTS:
-            forget_float_int(db, key)
+        b = db.unshare_string(key, v, signal=False)
     else:
         raise wrongtype()
     if len(b) < nbytes:
@@ -109,9 +102,7 @@ def _changed(c: Client, argv: list[bytes], key: bytes, changes: int) -> None:
         server.dirty -= 1
         return
     db = c.db
-    db.touch(key)
-    if db.events:
-        db.events.emit(db, b"setbit", key)
+    db.modified(key, b"setbit")
     server.dirty += changes - 1
     propagate(c, [argv])
 
@@ -307,8 +298,8 @@ def bitop(c: Client, argv: list[bytes]) -> bytes:
         # Valkey's dbDelete: a destination still stored goes even past its
         # expiry, and the event is ``del``, not ``expired``.
         changed = db.delete_stored(dest)
-        if changed and db.events:
-            db.events.emit(db, b"del", dest)
+        if changed:
+            db.notify(b"del", dest)
         _changed_bitop(c, argv, changed)
         return ZERO
     if op == b"not":
@@ -327,11 +318,7 @@ def bitop(c: Client, argv: list[bytes]) -> bytes:
             for x in ints[1:]:
                 acc ^= x
         res = bytearray(acc.to_bytes(maxlen, "little"))
-    db.set(dest, res)
-    if FLOAT_INTS:
-        forget_float_int(db, dest)
-    if db.events:
-        db.events.emit(db, b"set", dest)
+    db.set_string(dest, res, b"set")
     _changed_bitop(c, argv, True)
     return integer(maxlen)
 

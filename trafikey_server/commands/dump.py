@@ -33,7 +33,6 @@ from ..util.crc64 import crc64
 from ..util.errors import CommandError, syntax
 from ..util.parsing import parse_int
 from ..values.registry import BY_CLASS, BY_RDB_TYPE
-from ..values.string import before_expire
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -62,8 +61,7 @@ def dump(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     v = db.get(argv[1])
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", argv[1])
+        db.notify(b"keymiss", argv[1])
         return c.r.null
     return bulk(payload(c.server, v))
 
@@ -138,8 +136,7 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
         ttl += now
     if ttl and ttl <= now:
         if deleted:
-            if db.events:
-                db.events.emit(db, b"del", key)
+            db.notify(b"del", key)
             unlink = c.server.config.values["lazyfree-lazy-server-del"]
             propagate(c, [[b"UNLINK" if unlink else b"DEL", key]])
         else:
@@ -148,10 +145,9 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
     db.add(key, value)
     _set_use(db, key, idle, freq)
     if ttl:
-        before_expire(db, key)
+        db.before_expire(key)
         db.set_expire(key, ttl)
-    if db.events:
-        db.events.emit(db, b"restore", key)
+    db.notify(b"restore", key)
     logged = argv
     if ttl and not absttl:
         logged = [*argv[:2], b"%d" % ttl, *argv[3:], b"ABSTTL"]

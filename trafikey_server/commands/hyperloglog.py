@@ -88,9 +88,7 @@ def pfadd(c: Client, argv: list[bytes]) -> bytes:
         c.server.dirty -= 1  # dispatch counts one change per write; this made none
         return ZERO
     hll.invalidate(v)
-    db.touch(key)
-    if db.events:
-        db.events.emit(db, b"pfadd", key)
+    db.modified(key, b"pfadd")
     c.server.dirty += updated - 1  # Valkey counts each register raised
     return ONE
 
@@ -102,8 +100,7 @@ def pfcount(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     v = db.get(key)
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         return ZERO
     v = _editable(c, key, _hll(v))
     card = hll.cached(v)
@@ -127,8 +124,7 @@ def _union_count(c: Client, argv: list[bytes]) -> int:
     for key in argv[1:]:
         v = db.get(key)
         if v is None:
-            if db.events:
-                db.events.emit(db, b"keymiss", key)
+            db.notify(b"keymiss", key)
             continue
         raw = hll.registers(_hll(v))
         if raw is None:
@@ -146,8 +142,7 @@ def pfmerge(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         v = db.get(key)
         if v is None:
-            if db.events:
-                db.events.emit(db, b"keymiss", key)
+            db.notify(b"keymiss", key)
             continue
         v = _hll(v)
         if v[4] == DENSE:
@@ -165,9 +160,7 @@ def pfmerge(c: Client, argv: list[bytes]) -> bytes:
         v = _editable(c, dest, v)
     if not hll.merge_into(v, acc, use_dense, _max_bytes(c)):
         raise _invalid()
-    db.touch(dest)
-    if db.events:
-        db.events.emit(db, b"pfadd", dest)  # Valkey's event for a merge too
+    db.modified(dest, b"pfadd")  # Valkey's event for a merge too
     return OK
 
 

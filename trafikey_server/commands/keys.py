@@ -46,7 +46,6 @@ from ..util.glob import matcher
 from ..util.parsing import LLONG_MAX, parse_int, to_int
 from ..util.rand import rng
 from ..values.registry import BY_NAME, of, type_name
-from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
 from .string import option
 
@@ -66,13 +65,12 @@ _MINUS_ONE = b":-1\r\n"
 
 
 def del_(c: Client, argv: list[bytes]) -> bytes:
-    delete = c.db.delete
+    db = c.db
     n = 0
     for key in argv[1:]:
-        if delete(key):
+        if db.delete(key):
             n += 1
-            if c.db.events:
-                c.db.events.emit(c.db, b"del", key)
+            db.notify(b"del", key)
     return integer(n)
 
 
@@ -94,8 +92,8 @@ def _count(c: Client, argv: list[bytes], get: Any) -> bytes:
     for key in argv[1:]:
         if get(key) is not None:
             n += 1
-        elif c.db.events:
-            c.db.events.emit(c.db, b"keymiss", key)
+        else:
+            c.db.notify(b"keymiss", key)
     return integer(n)
 
 
@@ -105,8 +103,8 @@ def touch(c: Client, argv: list[bytes]) -> bytes:
 
 def type(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.peek(argv[1])  # LOOKUP_NOTOUCH
-    if v is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if v is None:
+        c.db.notify(b"keymiss", argv[1])
     return status(type_name(v))
 
 
@@ -191,13 +189,9 @@ def _expire(c: Client, argv: list[bytes], seconds: bool, relative: bool) -> byte
             return ZERO
     if when <= now:
         db.delete(key)
-        if db.events:
-            db.events.emit(db, b"expired", key)
+        db.notify(b"expired", key)
     else:
-        before_expire(db, key)
-        db.set_expire(key, when)
-        if db.events:
-            db.events.emit(db, b"expire", key)
+        db.expire_at(key, when)
     return ONE
 
 
@@ -222,8 +216,7 @@ def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> bytes:
     left (or the deadline), never below 0, seconds rounded to nearest."""
     db = c.db
     if db.peek(key) is None:  # LOOKUP_NOTOUCH
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         return _MINUS_TWO
     when = db.ttl_ms(key)
     if when is None:
@@ -256,24 +249,11 @@ def persist(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     if not db.persist(argv[1]):
         return ZERO
-    if db.events:
-        db.events.emit(db, b"persist", argv[1])
+    db.notify(b"persist", argv[1])
     return ONE
 
 
 # -- renaming, copying, moving -------------------------------------------------------
-
-
-def _place(c: Client, src_db: Db, src: bytes, dst_db: Db, dst: bytes, value: Any, when: int | None) -> None:
-    """Store value (taken from src) under dst with src's expire, as Valkey's
-    dbAdd + setExpire: a string is re-created with its new key embedded."""
-    if value.__class__ is bytes and dst != src:
-        value = rekeyed(dst, value)
-    dst_db.set(dst, value)
-    carry_float_int(c.server.dbs, src_db, src, value, dst_db, dst)
-    if when is not None:
-        before_expire(dst_db, dst)
-        dst_db.set_expire(dst, when)
 
 
 def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
@@ -290,10 +270,9 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
         db.delete(dst)
     when = db.ttl_ms(src)
     db.delete(src)
-    _place(c, db, src, db, dst, value, when)
-    if db.events:
-        db.events.emit(db, b"rename_from", src)
-        db.events.emit(db, b"rename_to", dst)
+    db.place(dst, value, db, src, when)
+    db.notify(b"rename_from", src)
+    db.notify(b"rename_to", dst)
     return ONE if nx else OK
 
 
@@ -344,8 +323,7 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(_SAME)
     value = db.get(src)
     if value is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", src)
+        db.notify(b"keymiss", src)
         return ZERO
     if dst_db.get(dst) is not None:
         if not replace:
@@ -353,9 +331,8 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         dst_db.delete(dst)
     clone = _clone(value)
     db.drop_expired_fields(clone)
-    _place(c, db, src, dst_db, dst, clone, db.ttl_ms(src))
-    if dst_db.events:
-        dst_db.events.emit(dst_db, b"copy_to", dst)
+    dst_db.place(dst, clone, db, src, db.ttl_ms(src))
+    dst_db.notify(b"copy_to", dst)
     return ONE
 
 
@@ -372,10 +349,9 @@ def move(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     when = db.ttl_ms(key)
     db.delete(key)
-    _place(c, db, key, dst_db, key, value, when)
-    if db.events:
-        db.events.emit(db, b"move_from", key)
-        db.events.emit(dst_db, b"move_to", key)
+    dst_db.place(key, value, db, key, when)
+    db.notify(b"move_from", key)
+    dst_db.notify(b"move_to", key)
     return ONE
 
 
@@ -524,7 +500,9 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _encoding(c: Client, key: bytes, v: Any) -> bytes:
-    return of(v).encoding(c.db, key, v)  # type: ignore[union-attr]
+    if v.__class__ is bytes or v.__class__ is bytearray:
+        return c.db.string_encoding(key, v)  # an INCRBYFLOAT mark is the keyspace's
+    return of(v).encoding(v)  # type: ignore[union-attr]
 
 
 def object_encoding(c: Client, argv: list[bytes]) -> bytes:

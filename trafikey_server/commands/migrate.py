@@ -96,8 +96,7 @@ class _Plan:
             if not self.copy:
                 key = self.keys[i]
                 if db.delete(key):
-                    if db.events:
-                        db.events.emit(db, b"del", key)
+                    db.notify(b"del", key)
                     deleted.append(key)
         if deleted:
             server = c.server
@@ -157,8 +156,7 @@ def migrate(c: Client, argv: list[bytes]) -> bytes:
     present = []
     for key in argv[first:first + count]:
         if db.get(key) is None:
-            if db.events:
-                db.events.emit(db, b"keymiss", key)
+            db.notify(b"keymiss", key)
         else:
             present.append(key)
     if not present:

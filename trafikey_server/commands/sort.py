@@ -86,8 +86,7 @@ def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
     key = pattern[:star] + subst + tail
     v = db.get(key)
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         return None
     if field is not None:
         if type(v) is not Hash:
@@ -177,8 +176,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
     key = argv[1]
     v = db.get(key)
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         v = List()
     else:
         t = type(v)
@@ -304,11 +302,9 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         c.server.dirty += outputlen - 1  # Valkey counts each element stored
         lst = loaded(items, c.server.list_limits[0])
         db.set(store, lst)
-        if db.events:
-            db.events.emit(db, b"sortstore", store)
+        db.notify(b"sortstore", store)
     elif db.delete_stored(store):
-        if db.events:
-            db.events.emit(db, b"del", store)
+        db.notify(b"del", store)
     else:
         c.server.dirty -= 1
         return integer(0)  # nothing changed: nothing to log

@@ -2,7 +2,8 @@
 
 A string value is ``bytes`` or ``bytearray``; what each write stores, so
 that OBJECT ENCODING reads Valkey's encoding off the value, is the string
-type's business (``values/string.py``).
+type's rules (``values/string.py``), applied by the keyspace's string writes
+(``Db.set_string``, ``Db.add_string`` ...).
 """
 
 from __future__ import annotations
@@ -13,20 +14,7 @@ from ..protocol.resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.longdouble import incr_by_float
 from ..util.parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
-from ..values.string import (
-    _SURELY_EMBSTR,
-    FLOAT_INTS,
-    LcsTable,
-    _add,
-    _mark_float_int,
-    _overwrite_ttl,
-    _put,
-    before_expire,
-    forget_float_int,
-    is_int_text,
-    lcs_walk,
-    stored,
-)
+from ..values.string import LcsTable, is_int_text, lcs_walk
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -122,8 +110,7 @@ def _bulk_or_null(c: Client, v: bytes | bytearray | None) -> bytes:
 def get(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
     if v is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.null
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
@@ -132,20 +119,13 @@ def set(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     key = argv[1]
     if len(argv) == 3:
-        v = argv[2]
-        if len(key) + len(v) > _SURELY_EMBSTR:
-            v = stored(key, v, _overwrite_ttl(db, key))  # type: ignore[assignment]
-        db.set(key, v)
-        if FLOAT_INTS:
-            forget_float_int(db, key)
-        if db.events:
-            db.events.emit(db, b"set", key)
+        db.set_string(key, argv[2])
         return OK
     flags, expire_arg, ifeq = _parse_flags(argv, True)
     when = _flags_expire_ms(c, flags, expire_arg, b"set") if expire_arg is not None else None
     old = db.get(key)
-    if old is None and flags & _GET and db.events:  # GET reads the key first
-        db.events.emit(db, b"keymiss", key)
+    if old is None and flags & _GET:  # GET reads the key first
+        db.notify(b"keymiss", key)
     is_string = old is None or type(old) is bytes or type(old) is bytearray
     if flags & _GET and not is_string:
         raise wrongtype()
@@ -168,8 +148,7 @@ def set(c: Client, argv: list[bytes]) -> bytes:
         # command's start, so a clock tick during the command cannot void it.)
         if old is not None:
             db.delete(key)
-            if db.events:
-                db.events.emit(db, b"expired", key)
+            db.notify(b"expired", key)
         return reply
     _set_with_expire(db, key, argv[2], bool(flags & _KEEPTTL), when)
     return reply
@@ -179,36 +158,24 @@ def _set_with_expire(db: Db, key: bytes, value: bytes, keep_ttl: bool, when: int
     """SET's (and MSETEX's) write of one key: the value with its ``set``
     event, then the new expiry with its ``expire`` event. With an expiry to
     set the old one is kept until then, as Valkey does."""
-    _put(db, key, value, keep_ttl=keep_ttl or when is not None)
-    if db.events:
-        db.events.emit(db, b"set", key)
+    db.set_string(key, value, b"set", keep_ttl or when is not None)
     if when is not None:
-        before_expire(db, key)
-        db.set_expire(key, when)
-        if db.events:
-            db.events.emit(db, b"expire", key)
+        db.expire_at(key, when)
 
 
 def setnx(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     if db.get(argv[1]) is not None:
         return ZERO
-    _add(db, argv[1], argv[2])
-    if db.events:
-        db.events.emit(db, b"set", argv[1])
+    db.add_string(argv[1], argv[2], b"set")
     return ONE
 
 
 def _setex(c: Client, argv: list[bytes], seconds: bool) -> bytes:
     when = _expire_ms(c, True, seconds, argv[2], argv[0])
     db = c.db
-    _put(db, argv[1], argv[3], keep_ttl=True)
-    if db.events:
-        db.events.emit(db, b"set", argv[1])
-    before_expire(db, argv[1])
-    db.set_expire(argv[1], when)
-    if db.events:
-        db.events.emit(db, b"expire", argv[1])
+    db.set_string(argv[1], argv[3], b"set", keep_ttl=True)
+    db.expire_at(argv[1], when)
     return OK
 
 
@@ -228,8 +195,8 @@ def mget(c: Client, argv: list[bytes]) -> bytes:
         v = db.get(key)
         t = type(v)
         out.append(b"$%d\r\n%s\r\n" % (len(v), v) if t is bytes or t is bytearray else null)  # type: ignore[arg-type]
-        if v is None and db.events:
-            db.events.emit(db, b"keymiss", key)
+        if v is None:
+            db.notify(b"keymiss", key)
     return b"".join(out)
 
 
@@ -242,9 +209,7 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
         raise _wrong_mset(argv)
     db = c.db
     for i in range(1, len(argv), 2):
-        _put(db, argv[i], argv[i + 1])
-        if db.events:
-            db.events.emit(db, b"set", argv[i])
+        db.set_string(argv[i], argv[i + 1])
     return OK
 
 
@@ -314,9 +279,7 @@ def msetnx(c: Client, argv: list[bytes]) -> bytes:
             return ZERO
     for i in range(1, len(argv), 2):
         # A key named twice is overwritten by its last value, as in Valkey.
-        _put(db, argv[i], argv[i + 1])
-        if db.events:
-            db.events.emit(db, b"set", argv[i])
+        db.set_string(argv[i], argv[i + 1])
     return ONE
 
 
@@ -326,20 +289,17 @@ def delifeq(c: Client, argv: list[bytes]) -> bytes:
     if v is None or v != argv[2]:
         return ZERO
     db.delete(argv[1])
-    if db.events:
-        db.events.emit(db, b"del", argv[1])
+    db.notify(b"del", argv[1])
     return ONE
 
 
 def getset(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
-    if old is None and db.events:
-        db.events.emit(db, b"keymiss", argv[1])
+    if old is None:
+        db.notify(b"keymiss", argv[1])
     reply = _bulk_or_null(c, old)
-    _put(db, argv[1], argv[2])
-    if db.events:
-        db.events.emit(db, b"set", argv[1])
+    db.set_string(argv[1], argv[2])
     return reply
 
 
@@ -347,13 +307,11 @@ def getdel(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     old = db.get_string(argv[1])
     if old is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", argv[1])
+        db.notify(b"keymiss", argv[1])
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(old), old)
     db.delete(argv[1])
-    if db.events:
-        db.events.emit(db, b"del", argv[1])
+    db.notify(b"del", argv[1])
     return reply
 
 
@@ -364,23 +322,18 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     v = db.get_string(key)
     if v is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", key)
+        db.notify(b"keymiss", key)
         return c.r.null
     reply = b"$%d\r\n%s\r\n" % (len(v), v)
     if when is not None:
         if not flags & (_EX | _PX) and when <= db.clock.ms():
             db.delete(key)
-            if db.events:
-                db.events.emit(db, b"expired", key)
+            db.notify(b"expired", key)
         else:
-            before_expire(db, key)
-            db.set_expire(key, when)
-            if db.events:
-                db.events.emit(db, b"expire", key)
+            db.expire_at(key, when)
     elif flags & _PERSIST:
-        if db.persist(key) and db.events:
-            db.events.emit(db, b"persist", key)
+        if db.persist(key):
+            db.notify(b"persist", key)
     return reply
 
 
@@ -392,41 +345,25 @@ def _check_length(c: Client, size: int, more: int) -> None:
         raise CommandError(_TOO_BIG)
 
 
-def _mutable(db: Db, key: bytes, v: bytes | bytearray) -> bytearray:
-    """The value as a bytearray stored under key (Valkey's
-    dbUnshareStringValue: an edited string is always raw)."""
-    if type(v) is bytearray:
-        return v
-    b = bytearray(v)
-    db.set(key, b, keep_ttl=True)
-    if FLOAT_INTS:
-        forget_float_int(db, key)
-    return b
-
-
 def append(c: Client, argv: list[bytes]) -> bytes:
     db = c.db
     key = argv[1]
     more = argv[2]
     v = db.get_string(key)
     if v is None:
-        _add(db, key, more)
-        if db.events:
-            db.events.emit(db, b"append", key)
+        db.add_string(key, more, b"append")
         return integer(len(more))
     _check_length(c, len(v), len(more))
-    b = _mutable(db, key, v)
+    b = v if type(v) is bytearray else db.unshare_string(key, v)
     b += more
-    db.touch(key)
-    if db.events:
-        db.events.emit(db, b"append", key)
+    db.modified(key, b"append")
     return integer(len(b))
 
 
 def strlen(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.get_string(argv[1])
-    if v is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if v is None:
+        c.db.notify(b"keymiss", argv[1])
     return ZERO if v is None else integer(len(v))
 
 
@@ -435,8 +372,7 @@ def getrange(c: Client, argv: list[bytes]) -> bytes:
     end = parse_int(argv[3])
     v = c.db.get_string(argv[1])
     if v is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return EMPTY_BULK
     n = len(v)
     if start < 0 and end < 0 and start > end:
@@ -471,20 +407,16 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
         _check_length(c, offset, len(val))
         b = bytearray(offset + len(val))
         b[offset:] = val
-        _add(db, key, b)
-        if db.events:
-            db.events.emit(db, b"setrange", key)
+        db.add_string(key, b, b"setrange")
         return integer(len(b))
     if not val:
         return integer(len(v))
     _check_length(c, offset, len(val))
-    b = _mutable(db, key, v)
+    b = v if type(v) is bytearray else db.unshare_string(key, v)
     if offset > len(b):
         b.extend(bytes(offset - len(b)))
     b[offset : offset + len(val)] = val
-    db.touch(key)
-    if db.events:
-        db.events.emit(db, b"setrange", key)
+    db.modified(key, b"setrange")
     return integer(len(b))
 
 
@@ -503,15 +435,7 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
     new = cur + by
     if new > LLONG_MAX or new < LLONG_MIN:
         raise CommandError(_OVERFLOW)
-    text = b"%d" % new
-    if v is None:
-        db.add(key, text)
-    else:
-        db.set(key, text, keep_ttl=True)
-    if FLOAT_INTS:
-        forget_float_int(db, key)
-    if db.events:
-        db.events.emit(db, b"incrby", key)
+    db.set_int(key, b"%d" % new, v is not None, b"incrby")
     return integer(new)
 
 
@@ -540,13 +464,12 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     v = db.get_string(key)
     text = incr_by_float(None if v is None else bytes(v), argv[2])
     if v is None:
-        _add(db, key, text)
+        db.add_string(key, text, None)
     else:
-        _put(db, key, text, keep_ttl=True)
+        db.set_string(key, text, None, keep_ttl=True)
     if is_int_text(text):
-        _mark_float_int(c.server.dbs, db, key, db.data[key])
-    if db.events:
-        db.events.emit(db, b"incrbyfloat", key)
+        db.mark_float_int(key)
+    db.notify(b"incrbyfloat", key)
     return b"$%d\r\n%s\r\n" % (len(text), text)
 
 
@@ -565,11 +488,11 @@ def lcs(c: Client, argv: list[bytes]) -> bytes:
     proto-max-bulk-len) is kept so the same requests are refused."""
     db = c.db
     va = db.get(argv[1])
-    if va is None and db.events:
-        db.events.emit(db, b"keymiss", argv[1])
+    if va is None:
+        db.notify(b"keymiss", argv[1])
     vb = db.get(argv[2])
-    if vb is None and db.events:
-        db.events.emit(db, b"keymiss", argv[2])
+    if vb is None:
+        db.notify(b"keymiss", argv[2])
     if (va is not None and type(va) is not bytes and type(va) is not bytearray) or (
             vb is not None and type(vb) is not bytes and type(vb) is not bytearray):
         raise CommandError(_LCS_TYPES)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..util.errors import wrongtype
 from ..values.hash import Hash
+from ..values.string import EXPIRE_NEEDS_ROOM, SURELY_EMBSTR, is_int_text, rekeyed, stored
 from ..values.zset import ZSet
 from .access import Lfu
 
@@ -42,10 +43,14 @@ if TYPE_CHECKING:
     from ..util.clock import Clock
 
 
+# A table of INCRBYFLOAT marks is pruned of stale ones at each power of two past this.
+_PRUNE_AT = 256
+
+
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
                  "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
-                 "volatile", "_fheap", "on_fields_expire", "fields_expired", "access", "lfu")
+                 "volatile", "_fheap", "on_fields_expire", "fields_expired", "access", "lfu", "float_ints")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
@@ -97,6 +102,17 @@ class Db:
         # an LFU maxmemory-policy is selected, else None.
         self.access: dict[bytes, int] = {}
         self.lfu: Lfu | None = None
+        # -- strings --
+        # INCRBYFLOAT results that read as integers yet are embstr in
+        # Valkey: key -> the stored value object; None while there are none
+        # (string writes test that alone). A mark counts only while the key
+        # still holds that very object, and every string write clears the
+        # written key's mark first, so a stale mark is never mistaken for a
+        # fresh one (CPython shares one-byte bytes objects, so identity
+        # alone would not do). Stale marks are pruned as the table grows.
+        # The marks go with the data: SWAPDB swaps them, a flush or a load
+        # in place of the data drops them.
+        self.float_ints: dict[bytes, bytes] | None = None
 
     # -- reads -------------------------------------------------------------
 
@@ -304,6 +320,152 @@ class Db:
         edit): the TTL stays and nobody is told, the value being unchanged."""
         self.data[key] = value
 
+    # -- strings: what each write stores (values/string.py's rules) ----------
+
+    def set_string(self, key: bytes, v: bytes | bytearray, event: bytes | None = b"set",
+                   keep_ttl: bool = False) -> None:
+        """Store a string under key, replacing any value (SET and its kin;
+        Valkey's setKey then ``event``): a client's bytes made raw where
+        Valkey's object would be, the TTL dropped unless keep_ttl. It
+        repeats set()'s lines instead of calling it: SET is the commonest
+        write."""
+        if len(key) + len(v) > SURELY_EMBSTR and type(v) is bytes:
+            v = stored(key, v, key in self.expires and self.get(key) is not None)
+        events = self.events
+        if events is not None:
+            events.storing(self, key)
+        waited = self.blocking and key in self.blocking
+        added = waited and (key not in self.data or self.key_is_expired(key))
+        self.data[key] = v
+        if self.lfu is None:
+            self.access[key] = self.clock.lru
+        elif key in self.access:
+            self.lfu.hit(self.access, key)
+        else:
+            self.access[key] = self.lfu.fresh()
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        if self.signalled:
+            self._signal(key)
+        if waited:
+            if added:
+                self._ready(key)
+            else:
+                self._gone(key)
+        if self.float_ints is not None:
+            self._forget_float_int(key)
+        if event is not None and events is not None:
+            events.emit(self, event, key)
+
+    def add_string(self, key: bytes, v: bytes | bytearray, event: bytes | None, signal: bool = True) -> None:
+        """Store a string under a key known to be absent (Valkey's dbAdd),
+        then ``event``. ``signal`` as for add()."""
+        if type(v) is bytes and len(key) + len(v) > SURELY_EMBSTR:
+            v = stored(key, v, False)
+        self.add(key, v, signal)
+        if self.float_ints is not None:
+            self._forget_float_int(key)
+        if event is not None:
+            events = self.events
+            if events is not None:
+                events.emit(self, event, key)
+
+    def set_int(self, key: bytes, text: bytes, exists: bool, event: bytes | None) -> None:
+        """A counter's new integer text under key (INCR and its kin): in
+        place of the value, TTL kept, when ``exists``, else added; then
+        ``event``."""
+        if exists:
+            self.set(key, text, True)
+        else:
+            self.add(key, text)
+        if self.float_ints is not None:
+            self._forget_float_int(key)
+        if event is not None:
+            events = self.events
+            if events is not None:
+                events.emit(self, event, key)
+
+    def unshare_string(self, key: bytes, v: bytes | bytearray, signal: bool = True) -> bytearray:
+        """The string under key as a bytearray stored there, for an edit in
+        place (Valkey's dbUnshareStringValue: an edited string is raw). With
+        ``signal`` it is stored as a write (set, TTL kept); without, put in
+        place unheard, the edit being what is signalled (the bit commands)."""
+        if type(v) is bytearray:
+            return v
+        b = bytearray(v)
+        if signal:
+            self.set(key, b, keep_ttl=True)
+        else:
+            self.data[key] = b
+        if self.float_ints is not None:
+            self._forget_float_int(key)
+        return b
+
+    def mark_float_int(self, key: bytes) -> None:
+        """The value under key, INCRBYFLOAT's integer-looking text, is
+        embstr in Valkey, not int."""
+        t = self.float_ints
+        if t is None:
+            t = self.float_ints = {}
+        t[key] = self.data[key]
+        n = len(t)
+        if n > _PRUNE_AT and n & (n - 1) == 0:
+            # At each power of two: drop marks whose key holds something else.
+            data = self.data
+            for k in [k for k, o in t.items() if data.get(k) is not o]:
+                del t[k]
+
+    def _forget_float_int(self, key: bytes) -> None:
+        t = self.float_ints
+        if t is not None and t.pop(key, None) is not None and not t:
+            self.float_ints = None
+
+    def string_encoding(self, key: bytes, v: bytes | bytearray) -> bytes:
+        """OBJECT ENCODING of the string v stored under key."""
+        if type(v) is bytearray:
+            return b"raw"
+        if is_int_text(v) and not (self.float_ints is not None and self.float_ints.get(key) is v):
+            return b"int"
+        return b"embstr"
+
+    def before_expire(self, key: bytes) -> None:
+        """Call before giving key an expire: Valkey may re-create its value
+        (an embstr under a long key has no room for one: it becomes raw)."""
+        if len(key) >= EXPIRE_NEEDS_ROOM and key not in self.expires:
+            v = self.data.get(key)
+            if type(v) is bytes and self.string_encoding(key, v) == b"embstr":
+                self.set(key, bytearray(v), keep_ttl=True)
+                if self.float_ints is not None:
+                    self._forget_float_int(key)
+
+    def expire_at(self, key: bytes, when_ms: int) -> None:
+        """A command gives the live key an expiry (EXPIRE, SET EX, GETEX
+        ...): the value re-created if Valkey would, the expiry set, then
+        ``expire`` raised."""
+        self.before_expire(key)
+        self.set_expire(key, when_ms)
+        events = self.events
+        if events is not None:
+            events.emit(self, b"expire", key)
+
+    def place(self, key: bytes, value: Any, src: Db, src_key: bytes, when: int | None) -> None:
+        """Store value, taken from src_key of src (RENAME, COPY, MOVE), under
+        key with the expiry ``when``, as Valkey's dbAdd + setExpire: a string
+        is re-created with its new key embedded, and an INCRBYFLOAT mark
+        goes along (the source's own is cleared by its next write)."""
+        if value.__class__ is bytes and key != src_key:
+            value = rekeyed(key, value)
+        self.set(key, value)
+        if src.float_ints is not None or self.float_ints is not None:
+            t = src.float_ints
+            was = t is not None and t.get(src_key) is value
+            self._forget_float_int(key)
+            if was:
+                self.mark_float_int(key)
+        if when is not None:
+            self.before_expire(key)
+            self.set_expire(key, when)
+
     def touch(self, key: bytes) -> None:
         """Record an in-place change of the value under key."""
         if self.signalled:
@@ -376,6 +538,7 @@ class Db:
         self.volatile = {}
         self._fheap = []
         self.access = {}
+        self.float_ints = None
         return n
 
     def _expire(self, key: bytes) -> None:

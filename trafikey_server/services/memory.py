@@ -314,8 +314,7 @@ class Memory:
             return
         db.delete_stored(key)
         self.evicted_keys += 1
-        if db.events:
-            db.events.emit(db, b"evicted", key)
+        db.notify(b"evicted", key)
         aof = server.aof
         if aof is not None:
             aof.alone(db.id, [b"UNLINK" if lazy else b"DEL", key])

@@ -29,7 +29,6 @@ from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 
@@ -113,7 +112,7 @@ STRING_TYPES = (bytes, bytearray)
 # -- the type's record ----------------------------------------------------------
 
 
-def _encoding(db: Db, key: bytes, v: Hash) -> bytes:
+def _encoding(v: Hash) -> bytes:
     return b"hashtable" if v.big else b"listpack"
 
 

@@ -32,7 +32,6 @@ from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 _SIZE_LEVELS = (4096, 8192, 16384, 32768, 65536)
@@ -314,7 +313,7 @@ def loaded(items: list[bytes], fill: int, nodes: deque[list[int]] | None = None)
     return lst
 
 
-def _encoding(db: Db, key: bytes, v: List) -> bytes:
+def _encoding(v: List) -> bytes:
     return b"quicklist" if v.big else b"listpack"
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 # How many elements one command of an AOF rewrite carries (Valkey's
@@ -33,9 +32,11 @@ class ValueType:
     classes: tuple[type, ...]
     # Every answer OBJECT ENCODING can give for this type, Valkey's words.
     encodings: tuple[bytes, ...]
-    # OBJECT ENCODING: (db, key, value) -> one of ``encodings``. The rules
-    # that move a value from one encoding to the next live with the writes.
-    encoding: Callable[[Db, bytes, Any], bytes]
+    # OBJECT ENCODING: value -> one of ``encodings``. The rules that move a
+    # value from one encoding to the next live with the writes. (A string
+    # that INCRBYFLOAT wrote is the keyspace's to answer for:
+    # ``Db.string_encoding``.)
+    encoding: Callable[[Any], bytes]
     # COPY, and a named snapshot's SAVE and RESTORE (TRAFIKEY.SNAPSHOT): a
     # value that shares nothing mutable with the given one. A snapshot copies
     # every key on each restore, so this is built from the parts directly

@@ -32,7 +32,6 @@ from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 INTSET, LISTPACK, HASHTABLE = 0, 1, 2
@@ -163,7 +162,7 @@ def limits_of(server: Any) -> tuple[int, int, int]:
 # -- the record -----------------------------------------------------------------------
 
 
-def _encoding(db: Db, key: bytes, v: SetValue) -> bytes:
+def _encoding(v: SetValue) -> bytes:
     return _NAMES[v.enc]
 
 

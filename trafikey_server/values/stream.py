@@ -43,7 +43,6 @@ from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, skip
 from .record import ValueType, alloc_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 
@@ -859,7 +858,7 @@ T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3 = 15, 19, 21
 _MS = struct.Struct("<q")
 
 
-def _encoding(db: Db, key: bytes, v: Stream) -> bytes:
+def _encoding(v: Stream) -> bytes:
     return b"stream"
 
 

@@ -19,9 +19,13 @@ string write stores what Valkey's object would be:
   as a ``bytearray``. Most writes are far below it and pay one length
   comparison.
 - INCRBYFLOAT stores text that may look like an integer ("3") but is embstr
-  in Valkey. Those values are remembered in a small side table (see
-  ``FLOAT_INTS``) rather than given a type of their own, so that every other
-  piece of code keeps seeing plain ``bytes``.
+  in Valkey. Those values are remembered by the keyspace (``Db.float_ints``)
+  rather than given a type of their own, so that every other piece of code
+  keeps seeing plain ``bytes``.
+
+The writes themselves (which of these a value becomes when stored, and the
+marks) are the keyspace's: ``Db.set_string``, ``Db.add_string`` and the
+rest. This module keeps the rules, and takes no database.
 """
 
 from __future__ import annotations
@@ -34,14 +38,13 @@ from ..util.parsing import to_int
 from .record import ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 # -- encodings -------------------------------------------------------------------
 
 # Below this key + value length every non-integer value is embstr whatever
 # the key length and TTL (111 - 8).
-_SURELY_EMBSTR = 103
+SURELY_EMBSTR = 103
 
 
 def is_int_text(v: bytes | bytearray) -> bool:
@@ -58,7 +61,7 @@ def embstr_fits(key: bytes, n: int, ttl: bool) -> bool:
 def stored(key: bytes, v: bytes, ttl: bool) -> bytes | bytearray:
     """v as Valkey's object would be when created under key: a bytearray
     where Valkey would use the raw encoding."""
-    if len(key) + len(v) <= _SURELY_EMBSTR or is_int_text(v) or embstr_fits(key, len(v), ttl):
+    if len(key) + len(v) <= SURELY_EMBSTR or is_int_text(v) or embstr_fits(key, len(v), ttl):
         return v
     return bytearray(v)
 
@@ -66,7 +69,7 @@ def stored(key: bytes, v: bytes, ttl: bool) -> bytes | bytearray:
 def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
     """v moved under a new key (RENAME, COPY): Valkey re-creates an embstr
     with the new key embedded, which may no longer fit; raw and int stay."""
-    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR and not is_int_text(v):
+    if type(v) is bytes and len(key) + len(v) > SURELY_EMBSTR and not is_int_text(v):
         if not embstr_fits(key, len(v), False):
             return bytearray(v)
     return v
@@ -74,98 +77,17 @@ def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
 
 # Adding an expire to an embstr that has none re-creates it as raw when the
 # key is this long (measured on Valkey 9; shorter keys leave room for it).
-_EXPIRE_NEEDS_ROOM = 108
+EXPIRE_NEEDS_ROOM = 108
 
 
-def before_expire(db: Db, key: bytes) -> None:
-    """Call before giving key an expire: Valkey may re-create its value."""
-    if len(key) >= _EXPIRE_NEEDS_ROOM and key not in db.expires:
-        v = db.data.get(key)
-        if type(v) is bytes and encoding(db, key, v) == b"embstr":
-            db.set(key, bytearray(v), keep_ttl=True)
-            if FLOAT_INTS:
-                forget_float_int(db, key)
-
-
-def _overwrite_ttl(db: Db, key: bytes) -> bool:
-    """True if writing key now replaces a live value that has an expire."""
-    return key in db.expires and db.get(key) is not None
-
-
-# INCRBYFLOAT results that read as integers yet are embstr in Valkey, per
-# data dict (so SWAPDB carries them along): key -> the stored value object.
-# A mark counts only while the key still holds that very object, and every
-# string write here clears the written key's mark first, so a stale mark is
-# never mistaken for a fresh one (CPython shares one-byte bytes objects, so
-# identity alone would not do). Stale marks are pruned as a table grows, and
-# the tables of flushed dicts when a new table starts.
-# Writers test ``if FLOAT_INTS:`` first: a plain dict's truth, nearly free.
-FLOAT_INTS: dict[int, dict[bytes, bytes]] = {}
-_PRUNE_AT = 256
-
-
-def forget_float_int(db: Db, key: bytes) -> None:
-    t = FLOAT_INTS.get(id(db.data))
-    if t is not None and t.pop(key, None) is not None and not t:
-        del FLOAT_INTS[id(db.data)]
-
-
-def _mark_float_int(dbs: list[Db], db: Db, key: bytes, v: bytes) -> None:
-    t = FLOAT_INTS.get(id(db.data))
-    if t is None:
-        live = {id(d.data) for d in dbs}
-        for gone in [i for i in FLOAT_INTS if i not in live]:
-            del FLOAT_INTS[gone]
-        t = FLOAT_INTS[id(db.data)] = {}
-    t[key] = v
-    if len(t) > _PRUNE_AT and len(t) & (len(t) - 1) == 0:
-        # At each power of two: drop marks whose key holds something else.
-        data = db.data
-        for k in [k for k, o in t.items() if data.get(k) is not o]:
-            del t[k]
-
-
-def _is_float_int(db: Db, key: bytes, v: object) -> bool:
-    t = FLOAT_INTS.get(id(db.data))
-    return t is not None and t.get(key) is v
-
-
-def carry_float_int(dbs: list[Db], src: Db, src_key: bytes, v: object, dst: Db, dst_key: bytes) -> None:
-    """dst_key now holds v, renamed, moved or copied from src_key: a mark
-    goes along (the source's own mark is cleared by its next write)."""
-    if not FLOAT_INTS:
-        return
-    was = _is_float_int(src, src_key, v)
-    forget_float_int(dst, dst_key)
-    if was:
-        _mark_float_int(dbs, dst, dst_key, v)  # type: ignore[arg-type]
-
-
-def encoding(db: Db, key: bytes, v: bytes | bytearray) -> bytes:
-    """OBJECT ENCODING of a string value."""
+def encoding(v: bytes | bytearray) -> bytes:
+    """OBJECT ENCODING of a string value, as its own bytes tell it. An
+    INCRBYFLOAT result that reads as an integer is embstr in Valkey: the
+    keyspace remembers those (``Db.float_ints``) and answers for them
+    (``Db.string_encoding``)."""
     if type(v) is bytearray:
         return b"raw"
-    if is_int_text(v) and not (FLOAT_INTS and _is_float_int(db, key, v)):
-        return b"int"
-    return b"embstr"
-
-
-def _put(db: Db, key: bytes, v: bytes, keep_ttl: bool = False) -> None:
-    """Store a new value from the client under key, replacing any."""
-    if len(key) + len(v) > _SURELY_EMBSTR:
-        v = stored(key, v, _overwrite_ttl(db, key))  # type: ignore[assignment]
-    db.set(key, v, keep_ttl)
-    if FLOAT_INTS:
-        forget_float_int(db, key)
-
-
-def _add(db: Db, key: bytes, v: bytes | bytearray) -> None:
-    """Store a value under a key known to be absent."""
-    if type(v) is bytes and len(key) + len(v) > _SURELY_EMBSTR:
-        v = stored(key, v, False)
-    db.add(key, v)
-    if FLOAT_INTS:
-        forget_float_int(db, key)
+    return b"int" if is_int_text(v) else b"embstr"
 
 
 # -- the type's record (record.py) ------------------------------------------------------
@@ -192,7 +114,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> byte
     """A loaded string as Valkey's object ends up: embstr or raw by size,
     and raw when an expire is attached under a long key."""
     out = stored(key, r.string(), False)
-    if has_ttl and type(out) is bytes and len(key) >= _EXPIRE_NEEDS_ROOM and not is_int_text(out):
+    if has_ttl and type(out) is bytes and len(key) >= EXPIRE_NEEDS_ROOM and not is_int_text(out):
         return bytearray(out)
     return out
 

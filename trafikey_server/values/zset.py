@@ -52,7 +52,6 @@ from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
-    from ..keyspace.db import Db
     from ..protocol.rdbformat import Reader
 
 
@@ -321,7 +320,7 @@ def _partition(index: SortedList, lo: int, hi: int, pred: object) -> int:
 # What the server knows of a ``ZSet`` beyond its commands, in Valkey's
 # listpack or skiplist encoding (``ZSet.big``).
 
-def _encoding(db: Db, key: bytes, v: ZSet) -> bytes:
+def _encoding(v: ZSet) -> bytes:
     return b"skiplist" if v.big else b"listpack"
 
 

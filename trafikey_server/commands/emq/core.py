@@ -24,7 +24,6 @@ from ...protocol.resp import array_header, bulk
 from ...util.errors import CommandError, not_integer, wrong_args
 from ...util.parsing import LLONG_MAX, to_int
 from ...values.hash import Hash
-from ...values.string import FLOAT_INTS, forget_float_int
 from ...values.zset import ZSet
 
 if TYPE_CHECKING:
@@ -261,31 +260,29 @@ class Plan:
         """The writes, each followed by the keyspace events Valkey raises
         for the command it stands for, so that a subscriber sees the verb
         as the same commands sent one by one."""
-        events = db.events
-        assert events is not None
         for fn, key, a, b in self.ops:
             if fn is _zadd:
                 zs = db.data.get(key)
                 changed = zs is None or zs.scores.get(b) != float(a)
                 fn(c, db, key, a, b)
                 if changed:  # ZADD announces only an added or re-scored member
-                    events.emit(db, b"zadd", key)
+                    db.notify(b"zadd", key)
             elif fn is _zrem or fn is _zpopmin:
                 zs = db.data.get(key)
                 removed = zs is not None and a in zs.scores
                 fn(c, db, key, a, b)
                 if removed:
-                    events.emit(db, b"zrem" if fn is _zrem else b"zpopmin", key)
+                    db.notify(b"zrem" if fn is _zrem else b"zpopmin", key)
                     if key not in db.data:
-                        events.emit(db, b"del", key)
+                        db.notify(b"del", key)
             elif fn is _delete:
                 live = db.get(key) is not None
                 fn(c, db, key, a, b)
                 if live:
-                    events.emit(db, b"del", key)
+                    db.notify(b"del", key)
             else:
                 fn(c, db, key, a, b)
-                events.emit(db, _EVENTS[fn], key)
+                db.notify(_EVENTS[fn], key)
 
     def commands(self) -> list[list[bytes]]:
         """The plan as the plain commands that make the same writes."""
@@ -349,13 +346,7 @@ def _delete(c: Client, db: Db, key: bytes, _a: None, _b: None) -> None:
 
 
 def _seq(c: Client, db: Db, key: bytes, old: int, new: int) -> None:
-    text = b"%d" % new
-    if key in db.data:
-        db.set(key, text, keep_ttl=True)
-    else:
-        db.add(key, text)
-    if FLOAT_INTS:
-        forget_float_int(db, key)
+    db.set_int(key, b"%d" % new, key in db.data, None)
 
 
 _COMMAND: dict[Any, Any] = {

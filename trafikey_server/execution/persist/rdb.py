@@ -45,7 +45,6 @@ from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
 from ...values.registry import BY_CLASS, BY_RDB_TYPE
-from ...values.string import FLOAT_INTS
 from ..scripting.engine import ScriptError
 
 if TYPE_CHECKING:
@@ -325,7 +324,7 @@ def install(server: Server, res: Loaded, functions: bytes = b"flush") -> None:
     for dbid, (data, expires) in res.dbs.items():
         db = server.dbs[dbid]
         if not db.data:
-            FLOAT_INTS.pop(id(db.data), None)
+            db.float_ints = None
             if db.watchers:
                 db.touch_all(None)
             db.data = data
