@@ -9,8 +9,10 @@ Valkey publishes them, so a subscriber cannot tell the servers apart.
 
 Cost when unused: the option's value is kept as an integer, and every
 ``Db`` carries ``events`` (this service, or None while no event would ever
-be published). A write site tests ``if db.events:`` and does nothing more;
-the per-command path gains nothing. The event's class is looked up from its
+be published). A write site calls ``db.notify(event, key)`` (or
+``Db.modified``, ``Db.members_removed``, a string write given its event),
+which tests ``db.events`` and does nothing more; the per-command path gains
+nothing. The event's class is looked up from its
 name (each event name belongs to one class in Valkey), so a write site
 names the event alone.
 

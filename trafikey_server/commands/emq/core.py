@@ -268,13 +268,7 @@ class Plan:
                 if changed:  # ZADD announces only an added or re-scored member
                     db.notify(b"zadd", key)
             elif fn is _zrem or fn is _zpopmin:
-                zs = db.data.get(key)
-                removed = zs is not None and a in zs.scores
-                fn(c, db, key, a, b)
-                if removed:
-                    db.notify(b"zrem" if fn is _zrem else b"zpopmin", key)
-                    if key not in db.data:
-                        db.notify(b"del", key)
+                fn(c, db, key, a, b)  # a removal raises its own events
             elif fn is _delete:
                 live = db.get(key) is not None
                 fn(c, db, key, a, b)
@@ -309,14 +303,13 @@ def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
 def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
     zs = db.data.get(key)
     if zs is not None and zs.remove(member):
-        if not zs.scores:
-            db.delete(key)
-        elif db.signalled:
-            db.touch(key)
+        db.members_removed(key, zs.scores, b"zrem")
 
 
 def _zpopmin(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
-    _zrem(c, db, key, member, None)
+    zs = db.data.get(key)
+    if zs is not None and zs.remove(member):
+        db.members_removed(key, zs.scores, b"zpopmin")
 
 
 def _hset(c: Client, db: Db, key: bytes, pairs: tuple[bytes, ...], _: None) -> None:
