@@ -25,6 +25,7 @@ encoding (Valkey converts it before reading it), SORT_RO included.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -109,11 +110,11 @@ def _full_key_access(c: Client) -> bool:
 
 
 def sort(c: Client, argv: list[bytes]) -> bytes:
-    return _sort(c, argv, False)
+    return _apply(c, argv, parse_sort(c, argv, False))
 
 
 def sort_ro(c: Client, argv: list[bytes]) -> bytes:
-    return _sort(c, argv, True)
+    return _apply(c, argv, parse_sort(c, argv, True))
 
 
 def _limit(b: bytes) -> int:
@@ -123,12 +124,30 @@ def _limit(b: bytes) -> int:
     return v
 
 
-def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
-    desc = alpha = dontsort = False
-    limit_start, limit_count = 0, -1
+@dataclass(slots=True)
+class SortOptions:
+    """SORT's options as parse_sort read them."""
+
+    desc: bool = False
+    alpha: bool = False
+    # BY a pattern without ``*``: nothing is sorted (and it sticks).
+    dontsort: bool = False
+    limit_start: int = 0
+    limit_count: int = -1
     by: bytes | None = None
     store: bytes | None = None
-    gets: list[bytes] = []
+    gets: list[bytes] = field(default_factory=list)
+    # SORT_RO: STORE is not an option.
+    readonly: bool = False
+
+
+def parse_sort(c: Client, argv: list[bytes], readonly: bool) -> SortOptions:
+    """The options after the key, read left to right as Valkey's
+    sortCommandGeneric reads them, each error raised where Valkey raises it:
+    a word without the arguments it takes is a syntax error, BY and GET are
+    refused on the spot under cluster slot checks or limited key
+    permissions. The key itself is not read here."""
+    o = SortOptions(readonly=readonly)
     full_access = _full_key_access(c)
     slot_checks = c.server.slot_checks
     n = len(argv)
@@ -137,22 +156,22 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         w = word(argv[j])
         left = n - j - 1
         if w == b"asc":
-            desc = False
+            o.desc = False
         elif w == b"desc":
-            desc = True
+            o.desc = True
         elif w == b"alpha":
-            alpha = True
+            o.alpha = True
         elif w == b"limit" and left >= 2:
-            limit_start = _limit(argv[j + 1])
-            limit_count = _limit(argv[j + 2])
+            o.limit_start = _limit(argv[j + 1])
+            o.limit_count = _limit(argv[j + 2])
             j += 2
         elif not readonly and w == b"store" and left >= 1:
-            store = argv[j + 1]
+            o.store = argv[j + 1]
             j += 1
         elif w == b"by" and left >= 1:
-            by = argv[j + 1]
+            by = o.by = argv[j + 1]
             if b"*" not in cstr(by):
-                dontsort = True  # a constant weight: nothing to sort (and it sticks)
+                o.dontsort = True  # a constant weight: nothing to sort (and it sticks)
             else:
                 if slot_checks and pattern_slot(by) != keyslot(argv[1]):
                     raise CommandError(_BY_CLUSTER)
@@ -166,12 +185,17 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
                 raise CommandError(_GET_CLUSTER)
             if not full_access:
                 raise CommandError(_GET_ACL)
-            gets.append(pat)
+            o.gets.append(pat)
             j += 1
         else:
             raise syntax()
         j += 1
+    return o
 
+
+def _apply(c: Client, argv: list[bytes], o: SortOptions) -> bytes:
+    """SORT with its options read: the key's type checked, the range
+    picked, the elements ordered, then answered or stored."""
     db = c.db
     key = argv[1]
     v = db.get(key)
@@ -182,18 +206,37 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         t = type(v)
         if t is not List and t is not SetValue and t is not ZSet:
             raise wrongtype()
-
-    if dontsort and type(v) is SetValue and (store is not None or c.in_script):
+    if o.dontsort and type(v) is SetValue and (o.store is not None or c.in_script):
         # No order a replica or a script could repeat: sort by the members.
-        dontsort = False
-        alpha = True
-        by = None
+        o.dontsort = False
+        o.alpha = True
+        o.by = None
     if type(v) is ZSet:
         v.big = True  # zsetConvert(SKIPLIST), before anything is read
+    elements, start, end = _elements(v, o)
+    bad_weight = False if o.dontsort else _order(db, elements, o, start, end)
+    span = end - start + 1
+    outputlen = len(o.gets) * span if o.gets else span
+    if bad_weight:
+        raise CommandError(_NOT_DOUBLE)
+    picked = elements[start:end + 1] if span > 0 else []
+    if o.store is None:
+        if not o.readonly:
+            # Dispatch counts each write command as one change (Valkey's
+            # server.dirty); a SORT that stores nothing changes nothing.
+            c.server.dirty -= 1
+        return _reply(c, o, picked, outputlen)
+    return _store(c, argv, o.store, _items(db, o, picked), outputlen)
 
+
+def _elements(v: List | SetValue | ZSet, o: SortOptions) -> tuple[list[bytes], int, int]:
+    """The elements to order and the range of them LIMIT picks (start and
+    end, Valkey's clamping): with nothing to sort, a list or sorted set
+    reads just that range in its own order."""
+    desc = o.desc
     size = len(v)
-    start = min(max(limit_start, 0), size)
-    limit_count = min(max(limit_count, -1), size)
+    start = min(max(o.limit_start, 0), size)
+    limit_count = min(max(o.limit_count, -1), size)
     end = size - 1 if limit_count < 0 else start + limit_count - 1
     if start >= size:
         start = size - 1
@@ -202,7 +245,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
         end = size - 1
 
     elements: list[bytes]
-    if dontsort and type(v) is not SetValue:
+    if o.dontsort and type(v) is not SetValue:
         # A list or sorted set read in its own order, just the range.
         count = end - start + 1
         if count > 0:
@@ -227,77 +270,91 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> bytes:
     else:
         assert isinstance(v, ZSet)
         elements = list(v.scores)
+    return elements, start, end
 
-    bad_weight = False
-    if not dontsort:
-        storing = store is not None
-        if alpha:
-            if by is not None:
-                weights = [_lookup(db, by, e) for e in elements]
-                if not storing:
-                    weights = [None if w is None else cstr(w) for w in weights]
-                keyed = [((0, b"") if w is None else (1, w), e) for w, e in zip(weights, elements, strict=True)]
-                if start != 0 or end != len(keyed) - 1:
-                    # Equal weights are possible here and Valkey's partial
-                    # quicksort leaves them in its own order: run the same.
-                    sign = -1 if desc else 1
 
-                    def cmp(x: tuple[tuple[int, bytes], bytes], y: tuple[tuple[int, bytes], bytes]) -> int:
-                        a, b = x[0], y[0]
-                        return 0 if a == b else (sign if a > b else -sign)
+def _order(db: Db, elements: list[bytes], o: SortOptions, start: int, end: int) -> bool:
+    """Sort elements in place as sortCompare orders them; True when a
+    weight did not read as a number (Valkey sorts, then refuses)."""
+    desc, by = o.desc, o.by
+    if o.alpha:
+        storing = o.store is not None
+        if by is not None:
+            weights = [_lookup(db, by, e) for e in elements]
+            if not storing:
+                weights = [None if w is None else cstr(w) for w in weights]
+            keyed = [((0, b"") if w is None else (1, w), e) for w, e in zip(weights, elements, strict=True)]
+            if start != 0 or end != len(keyed) - 1:
+                # Equal weights are possible here and Valkey's partial
+                # quicksort leaves them in its own order: run the same.
+                sign = -1 if desc else 1
 
-                    pqsort(keyed, cmp, start, end)
-                else:
-                    keyed.sort(key=lambda p: p[0], reverse=desc)
-                elements = [e for _, e in keyed]
-            elif storing:
-                elements.sort(reverse=desc)
+                def cmp(x: tuple[tuple[int, bytes], bytes], y: tuple[tuple[int, bytes], bytes]) -> int:
+                    a, b = x[0], y[0]
+                    return 0 if a == b else (sign if a > b else -sign)
+
+                pqsort(keyed, cmp, start, end)
             else:
-                elements.sort(key=cstr, reverse=desc)
+                keyed.sort(key=lambda p: p[0], reverse=desc)
+            elements[:] = [e for _, e in keyed]
+        elif storing:
+            elements.sort(reverse=desc)
         else:
-            scored: list[tuple[float, bytes]] = []
-            for e in elements:
-                if by is not None:
-                    wv = _lookup(db, by, e)
-                    if wv is None:
-                        scored.append((0.0, e))
-                        continue
-                else:
-                    wv = e
-                x = _weight(wv)
-                if x is None:
-                    bad_weight = True
-                    x = 0.0
-                scored.append((x, e))
-            scored.sort(reverse=desc)
-            elements = [e for _, e in scored]
+            elements.sort(key=cstr, reverse=desc)
+        return False
+    bad_weight = False
+    scored: list[tuple[float, bytes]] = []
+    for e in elements:
+        if by is not None:
+            wv = _lookup(db, by, e)
+            if wv is None:
+                scored.append((0.0, e))
+                continue
+        else:
+            wv = e
+        x = _weight(wv)
+        if x is None:
+            bad_weight = True
+            x = 0.0
+        scored.append((x, e))
+    scored.sort(reverse=desc)
+    elements[:] = [e for _, e in scored]
+    return bad_weight
 
-    span = end - start + 1
-    outputlen = len(gets) * span if gets else span
-    if bad_weight:
-        raise CommandError(_NOT_DOUBLE)
-    if store is None:
-        if not readonly:
-            # Dispatch counts each write command as one change (Valkey's
-            # server.dirty); a SORT that stores nothing changes nothing.
-            c.server.dirty -= 1
-        out = [array_header(outputlen)]
-        null = c.r.null
-        for e in elements[start:end + 1] if span > 0 else ():
-            if not gets:
-                out.append(b"$%d\r\n%s\r\n" % (len(e), e))
-            for pat in gets:
-                val = _lookup(db, pat, e)
-                out.append(null if val is None else b"$%d\r\n%s\r\n" % (len(val), val))
-        return b"".join(out)
 
+def _reply(c: Client, o: SortOptions, picked: list[bytes], outputlen: int) -> bytes:
+    """The picked elements, or what each GET pattern finds for them."""
+    db = c.db
+    gets = o.gets
+    out = [array_header(outputlen)]
+    null = c.r.null
+    for e in picked:
+        if not gets:
+            out.append(b"$%d\r\n%s\r\n" % (len(e), e))
+        for pat in gets:
+            val = _lookup(db, pat, e)
+            out.append(null if val is None else b"$%d\r\n%s\r\n" % (len(val), val))
+    return b"".join(out)
+
+
+def _items(db: Db, o: SortOptions, picked: list[bytes]) -> list[bytes]:
+    """What STORE writes: the picked elements, or what each GET pattern
+    finds for them (a miss stores an empty string)."""
+    gets = o.gets
     items: list[bytes] = []
-    for e in elements[start:end + 1] if span > 0 else ():
+    for e in picked:
         if not gets:
             items.append(e)
         for pat in gets:
             val = _lookup(db, pat, e)
             items.append(b"" if val is None else val)
+    return items
+
+
+def _store(c: Client, argv: list[bytes], store: bytes, items: list[bytes], outputlen: int) -> bytes:
+    """STORE: the list written in place of the destination (deleted when
+    empty), then the command logged if it changed the keyspace."""
+    db = c.db
     if outputlen:
         c.server.dirty += outputlen - 1  # Valkey counts each element stored
         lst = loaded(items, c.server.list_limits[0])
