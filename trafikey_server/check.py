@@ -15,7 +15,7 @@ import sys
 from typing import TextIO
 
 from .execution.persist import manifest as mf
-from .execution.persist.aofload import _Garbage, _records, _Truncated
+from .execution.persist.aofload import Garbage, Truncated, records
 from .execution.persist.rdb import RdbError, parse
 from .server import Server
 from .services.config import parse_args
@@ -132,9 +132,9 @@ def _scan(data: bytes, start: int) -> tuple[int, str]:
             continue
         try:
             got = _records_one(data, pos)
-        except _Truncated:
+        except Truncated:
             return ok, "Reached EOF before the end of a record"
-        except _Garbage:
+        except Garbage:
             return ok, "format error"
         end, name = got
         if name == b"multi":
@@ -157,29 +157,29 @@ def _records_one(data: bytes, pos: int) -> tuple[int, bytes]:
     """The end of the record at pos and its command name, lower case."""
     eol = data.find(b"\r\n", pos)
     limit = eol if eol >= 0 else len(data)
-    # _records checks one whole record when given exactly its bytes; find
+    # records checks one whole record when given exactly its bytes; find
     # them by walking the lengths it will verify.
     if data[pos] != 42:
-        raise _Garbage(pos)
+        raise Garbage(pos)
     if eol < 0:
-        raise _Truncated()
+        raise Truncated()
     try:
         argc = int(data[pos + 1:limit])
     except ValueError:
-        raise _Garbage(pos) from None
+        raise Garbage(pos) from None
     p = eol + 2
     for _ in range(max(argc, 0)):
         e = data.find(b"\r\n", p)
         if e < 0:
-            raise _Truncated()
+            raise Truncated()
         try:
             ln = int(data[p + 1:e])
         except ValueError:
-            raise _Garbage(pos) from None
+            raise Garbage(pos) from None
         p = e + 2 + ln + 2
         if p > len(data):
-            raise _Truncated()
-    recs = _records(data[pos:p])
+            raise Truncated()
+    recs = records(data[pos:p])
     return p, recs[0][2][0].lower()
 
 

@@ -205,7 +205,7 @@ class Connection(asyncio.Protocol):
             # A unix socket: both addresses are the configured path, written
             # as Valkey 9.1 writes them ("path:0" taken for a host, port 0).
             peer = sock = f"[{server.config.values['unixsocket']}:0]:0"
-        c = Client(server, server.next_client_id(), _addr(peer), _addr(sock))
+        c = Client(server, server.next_client_id(), format_addr(peer), format_addr(sock))
         sockobj = transport.get_extra_info("socket")
         if sockobj is not None:
             c.fd = sockobj.fileno()
@@ -677,7 +677,7 @@ def flush_pushes(server: Server) -> None:
             conn.flush()
 
 
-def _addr(info: Any) -> str:
+def format_addr(info: Any) -> str:
     if not info:
         return ""
     if isinstance(info, tuple):

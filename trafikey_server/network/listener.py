@@ -22,7 +22,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from .connection import Connection, _addr
+from .connection import Connection, format_addr
 from .tls import openssl_text
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class Listener:
             coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock, ssl=ctx)
             # Kept for the log line of a failed handshake, when the socket is gone.
             try:
-                where = f"addr={_addr(sock.getpeername())} laddr={_addr(sock.getsockname())}"
+                where = f"addr={format_addr(sock.getpeername())} laddr={format_addr(sock.getsockname())}"
             except OSError:  # already reset by the peer
                 where = "addr=?:0 laddr=?:0"
         else:

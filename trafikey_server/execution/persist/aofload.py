@@ -32,18 +32,18 @@ class AofLoadError(Exception):
     """Start-up must stop: the message says which file and why."""
 
 
-class _Truncated(Exception):
+class Truncated(Exception):
     pass
 
 
-class _Garbage(Exception):
+class Garbage(Exception):
     def __init__(self, offset: int) -> None:
         self.offset = offset
 
 
-def _records(data: bytes) -> list[tuple[int, int, list[bytes]]]:
-    """(start, end, argv) of every whole record; raises _Truncated at a
-    record cut short by the end of data, _Garbage at anything else."""
+def records(data: bytes) -> list[tuple[int, int, list[bytes]]]:
+    """(start, end, argv) of every whole record; raises Truncated at a
+    record cut short by the end of data, Garbage at anything else."""
     out: list[tuple[int, int, list[bytes]]] = []
     pos = 0
     n = len(data)
@@ -51,7 +51,7 @@ def _records(data: bytes) -> list[tuple[int, int, list[bytes]]]:
         if data[pos] == 35:  # '#': an annotation line
             eol = data.find(b"\n", pos)
             if eol < 0:
-                raise _Truncated()
+                raise Truncated()
             pos = eol + 1
             continue
         end, argv = _record(data, pos)
@@ -66,18 +66,18 @@ def _record(data: bytes, start: int) -> tuple[int, list[bytes]]:
     n = len(data)
     argc, pos = _header(data, start, 42, start)  # '*'
     if argc < 1:
-        raise _Garbage(start)
+        raise Garbage(start)
     argv: list[bytes] = []
     for _ in range(argc):
         if pos >= n:
-            raise _Truncated()
+            raise Truncated()
         ln, pos = _header(data, pos, 36, start)  # '$'
         if ln < 0:
-            raise _Garbage(start)
+            raise Garbage(start)
         if pos + ln + 2 > n:
-            raise _Truncated()
+            raise Truncated()
         if data[pos + ln:pos + ln + 2] != b"\r\n":
-            raise _Garbage(start)
+            raise Garbage(start)
         argv.append(data[pos:pos + ln])
         pos += ln + 2
     return pos, argv
@@ -85,19 +85,19 @@ def _record(data: bytes, start: int) -> tuple[int, list[bytes]]:
 
 def _header(data: bytes, pos: int, kind: int, start: int) -> tuple[int, int]:
     """The number on a ``*count`` or ``$length`` line at pos, and where the
-    line ends; _Truncated when the file stops inside the line, _Garbage
+    line ends; Truncated when the file stops inside the line, Garbage
     (at the record's start) when it is not such a line."""
     if data[pos] != kind:
-        raise _Garbage(start)
+        raise Garbage(start)
     eol = data.find(b"\r\n", pos)
     if eol < 0:
         if _digits_so_far(data[pos + 1:]):
-            raise _Truncated()
-        raise _Garbage(start)
+            raise Truncated()
+        raise Garbage(start)
     try:
         return int(data[pos + 1:eol]), eol + 2
     except ValueError:
-        raise _Garbage(start) from None
+        raise Garbage(start) from None
 
 
 def _digits_so_far(tail: bytes) -> bool:
@@ -108,13 +108,13 @@ def _digits_so_far(tail: bytes) -> bool:
 
 def _first(data: bytes, pos: int) -> tuple[int, int, list[bytes]] | None:
     """The record at pos (after any annotation lines) of data already known
-    to hold no garbage before its cut; None at the end, _Truncated when data
+    to hold no garbage before its cut; None at the end, Truncated when data
     stops inside it."""
     n = len(data)
     while pos < n and data[pos] == 35:
         eol = data.find(b"\n", pos)
         if eol < 0:
-            raise _Truncated()
+            raise Truncated()
         pos = eol + 1
     if pos >= n:
         return None
@@ -144,12 +144,12 @@ class Loader:
                 "rewrite it with aof-use-rdb-preamble no")
         truncated = False
         try:
-            recs = _records(data)
-        except _Garbage as g:
+            recs = records(data)
+        except Garbage as g:
             raise AofLoadError(
                 f"Bad file format reading the append only file {name} at offset {g.offset}: "
                 "make a backup of your AOF file, then use valkey-check-aof --fix <filename.manifest>") from None
-        except _Truncated:
+        except Truncated:
             truncated = True
             recs = self._prefix(data)
         self.queued = None
@@ -189,9 +189,9 @@ class Loader:
         while pos < len(data):
             try:
                 rec = _first(data, pos)
-            except _Truncated:
+            except Truncated:
                 break
-            except _Garbage:  # pragma: no cover - _records saw no garbage
+            except Garbage:  # pragma: no cover - records saw no garbage
                 break
             if rec is None:
                 break

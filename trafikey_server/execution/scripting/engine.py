@@ -496,7 +496,7 @@ class Engine:
         level = int(level)
         if level < 0 or level > 3:
             raise Raise(b"ERR Invalid log level.")
-        parts = [_lua_text(a) for a in args[1:]]
+        parts = [lua_text(a) for a in args[1:]]
         msg = b" ".join(p for p in parts if p is not None).decode("utf-8", "replace")
         log = self.server.log
         (log.debug, log.verbose, log.notice, log.warning)[level](msg)
@@ -751,7 +751,7 @@ def _lua_number(v: Any) -> float | None:
     return None
 
 
-def _lua_text(v: Any) -> bytes | None:
+def lua_text(v: Any) -> bytes | None:
     """lua_tolstring: strings, and numbers in Lua's %.14g; None for the rest."""
     if isinstance(v, bytes):
         return v
@@ -765,7 +765,7 @@ def _lua_text(v: Any) -> bytes | None:
 def _api_sha1hex(*args: Any) -> bytes:
     if len(args) != 1:
         raise Raise(b"ERR wrong number of arguments")
-    return sha1hex(_lua_text(args[0]) or b"")
+    return sha1hex(lua_text(args[0]) or b"")
 
 
 def _c_int(v: float) -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
 
-from .engine import FLAG_NAMES, ApiFunction, Raise, ScriptError, _lua_text, first_line, split_args
+from .engine import FLAG_NAMES, ApiFunction, Raise, ScriptError, first_line, lua_text, split_args
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -80,7 +80,7 @@ def _text(v: Any) -> bytes | None:
     """luaGetStringObject: strings and numbers (as Lua prints them)."""
     if isinstance(v, bool):
         return None
-    return _lua_text(v)
+    return lua_text(v)
 
 
 def _is_function(v: Any) -> bool:
