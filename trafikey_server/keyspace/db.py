@@ -23,6 +23,17 @@ A lookup of a live key records its use in ``access`` (access.py: the LRU
 clock, or the LFU counter while ``lfu`` is set), as Valkey's lookupKey
 updates the object's LRU field: one dict store per lookup. ``peek`` reads
 without it (Valkey's LOOKUP_NOTOUCH: OBJECT).
+
+A write's side effects are carried by the write call, as Valkey's setKey,
+dbDelete and notifyKeyspaceEvent carry them: ``notify`` raises an event
+(testing itself whether notifications are on), ``modified`` signals an
+in-place change and raises its event, ``members_removed`` deletes a value
+its last member left. Strings are stored here too (``set_string``,
+``add_string``, ``set_int``, ``unshare_string``): each write stores what
+Valkey's object would be (values/string.py's rules: raw or embstr), and
+the INCRBYFLOAT results that read as integers yet are embstr in Valkey
+(``float_ints``) are this database's state, answered for by
+``string_encoding``.
 """
 
 from __future__ import annotations
