@@ -384,17 +384,33 @@ class Db:
     def set_int(self, key: bytes, text: bytes, exists: bool, event: bytes | None) -> None:
         """A counter's new integer text under key (INCR and its kin): in
         place of the value, TTL kept, when ``exists``, else added; then
-        ``event``."""
+        ``event``. Like set_string it repeats set()'s lines (keep_ttl)."""
+        events = self.events
         if exists:
-            self.set(key, text, True)
+            if events is not None:
+                events.storing(self, key)
+            waited = self.blocking and key in self.blocking
+            added = waited and (key not in self.data or self.key_is_expired(key))
+            self.data[key] = text
+            if self.lfu is None:
+                self.access[key] = self.clock.lru
+            elif key in self.access:
+                self.lfu.hit(self.access, key)
+            else:
+                self.access[key] = self.lfu.fresh()
+            if self.signalled:
+                self._signal(key)
+            if waited:
+                if added:
+                    self._ready(key)
+                else:
+                    self._gone(key)
         else:
             self.add(key, text)
         if self.float_ints is not None:
             self._forget_float_int(key)
-        if event is not None:
-            events = self.events
-            if events is not None:
-                events.emit(self, event, key)
+        if event is not None and events is not None:
+            events.emit(self, event, key)
 
     def unshare_string(self, key: bytes, v: bytes | bytearray, signal: bool = True) -> bytearray:
         """The string under key as a bytearray stored there, for an edit in
