@@ -62,7 +62,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -280,6 +280,8 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
     chosen again. A server that fails any step after its start (no answer
     in time, an interrupt, redis-py failing) is stopped before the error
     goes on: only a ready server is handed out."""
+    argv: list[str] = []
+    log = ""
     for _ in range(attempts):
         port = free_port()
         argv, clock = server_argv(config, port, directory)
@@ -296,9 +298,10 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
             server.stop()
             raise
         server.stop()
-        if "Address already in use" not in server.log():
+        log = server.log()
+        if "Address already in use" not in log:
             break
-    raise RuntimeError(f"trafikey-server exited at start ({' '.join(argv)}):\n{server.log()}")
+    raise RuntimeError(f"trafikey-server exited at start ({' '.join(argv)}):\n{log}")
 
 
 @pytest.fixture(scope="session")
@@ -428,7 +431,8 @@ def trafikey_async(request: pytest.FixtureRequest, trafikey_server: TrafikeyServ
 
     reset(trafikey_server)
     pools = LoopPools(host=trafikey_server.host, port=trafikey_server.port)
-    yield redis.asyncio.Redis(connection_pool=pools)
+    # A stand-in for one pool: it hands each call to the running loop's pool.
+    yield redis.asyncio.Redis(connection_pool=cast("redis.asyncio.ConnectionPool", pools))
     pools.close()
 
 

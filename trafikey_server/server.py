@@ -71,7 +71,12 @@ class Server:
         self.run_id = rand.token_hex(20, "run_id")
         self.run_id_b = self.run_id.encode()
         self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
-        self.hash_limits = self.zset_limits = (0, 0)
+        # Each value type's listpack limits (entries, value), read from the
+        # config by refresh_limits (values/registry.py names the attributes).
+        self.hash_limits: tuple[int, int] = (0, 0)
+        self.zset_limits: tuple[int, int] = (0, 0)
+        self.set_limits: tuple[int, int] = (0, 0)
+        self.list_limits: tuple[int, int] = (0, 0)
         self.refresh_limits()
         self.pid = os.getpid()
         self.version = __version__

@@ -243,7 +243,8 @@ class Connection(asyncio.Protocol):
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
-        c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
+        out: list[bytes] = []
+        c.out = out  # what CLIENT INFO reports as not yet sent (obl=)
         # A request as large as COMMANDLOG's large-request threshold may end
         # in this read: the commands it completes are observed (observe.py).
         big = self.backlog + len(data) >= self.server.large_request
@@ -414,7 +415,8 @@ class Connection(asyncio.Protocol):
         c = self.client
         if c is None or c.closing or self.held is not None:
             return
-        c.out = out = []
+        out: list[bytes] = []
+        c.out = out
         self._continue(out)
 
     def _continue(self, out: list[bytes]) -> None:

@@ -58,7 +58,7 @@ class Listener:
         sock.setblocking(False)
         self.sock = sock
         # Accepted sockets whose Connection the loop has not yet announced.
-        self.pending: dict[socket.socket, Any] = {}
+        self.pending: dict[socket.socket, Connection] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def _unix(self, path: str, backlog: int) -> socket.socket:
@@ -131,29 +131,30 @@ class Listener:
             self.pending[sock] = conn
             self.hand_over(loop, conn, sock)
 
-    def hand_over(self, loop: asyncio.AbstractEventLoop, conn: Any, sock: socket.socket) -> None:
+    def hand_over(self, loop: asyncio.AbstractEventLoop, conn: Connection, sock: socket.socket) -> None:
         """The event loop takes the accepted socket (after the handshake, for TLS)."""
         if self.kind == "tls":
             ctx = self.server.tls.context_for_accept()
-            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock, ssl=ctx)
+            coro = loop.connect_accepted_socket(lambda: conn, sock, ssl=ctx)
             # Kept for the log line of a failed handshake, when the socket is gone.
             try:
                 where = f"addr={_addr(sock.getpeername())} laddr={_addr(sock.getsockname())}"
             except OSError:  # already reset by the peer
                 where = "addr=?:0 laddr=?:0"
         else:
-            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock)
+            coro = loop.connect_accepted_socket(lambda: conn, sock)
             where = ""
         task = loop.create_task(coro)
-        task.add_done_callback(lambda t, sock=sock: self._made(sock, t, where))
+        task.add_done_callback(lambda t: self._made(sock, t, where))
 
     def _made(self, sock: socket.socket, task: asyncio.Task[Any], where: str = "") -> None:
         self.pending.pop(sock, None)
         if not task.cancelled() and task.exception() is not None:
             if self.kind == "tls":
                 # Valkey's line for a failed handshake (connAccept's error).
-                self.server.log.warning(f"Error accepting a client connection: {openssl_text(task.exception())} "
-                                        f"({where})")
+                error = task.exception()
+                assert error is not None
+                self.server.log.warning(f"Error accepting a client connection: {openssl_text(error)} ({where})")
             sock.close()
 
     def close(self, unlink: bool = False) -> None:

@@ -87,15 +87,15 @@ def parse_timeout(c: Client, arg: bytes) -> int:
         raise CommandError(b"ERR timeout is out of range")
     if ms != ms or ms == float("-inf"):
         raise CommandError(b"ERR timeout is negative")
-    t = -((-ms) // 1)  # ceil, exact for a Fraction
-    if t < 0:
+    ceil = int(-((-ms) // 1))  # exact for a Fraction
+    if ceil < 0:
         raise CommandError(b"ERR timeout is negative")
-    if t > 0:
+    if ceil > 0:
         now = c.server.clock.ms()
-        if t > _LLONG_MAX - now:
+        if ceil > _LLONG_MAX - now:
             raise CommandError(b"ERR timeout is out of range")
-        t += now
-    return int(t)
+        ceil += now
+    return ceil
 
 
 def may_block(c: Client) -> bool:

@@ -233,7 +233,7 @@ def S(name: str, default: str, **kw: Any) -> Option:
     return Option(name, "string", default, **kw)
 
 
-def X(name: str, default: str, parser: Callable[[str, Any], Any], **kw: Any) -> Option:
+def X(name: str, default: str | int, parser: Callable[[str, Any], Any], **kw: Any) -> Option:
     return Option(name, "special", default, parser=parser, **kw)
 
 

@@ -280,11 +280,11 @@ def cron(server: Server) -> None:
                     c.closing = True
                     conn.transport.close()
     for conn in list(server.obuf_watch):
-        c = conn.client
-        if c is None or c.closing:
+        client = conn.client
+        if client is None or client.closing:
             server.obuf_watch.discard(conn)
             continue
-        check_output(conn, c, obuf_class(server, c))
+        check_output(conn, client, obuf_class(server, client))
 
 
 register_apply("maxmemory", apply_maxmemory)

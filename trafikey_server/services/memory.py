@@ -101,6 +101,7 @@ class _Sampler:
         self.served += k
         if n <= k:
             return list(src)
+        found: list[bytes]
         if len(keys) <= k:
             found = [key for key in keys if key in src]
             if found:
@@ -108,6 +109,7 @@ class _Sampler:
             # A small snapshot of keys all gone since: take it again.
             keys = self.keys = list(src)
             self.served = k
+        found = []
         for _ in range(2):
             # Spread picks: the dict's order is the order of writes, which
             # a run of neighbours would mirror (Valkey's buckets are hashed).

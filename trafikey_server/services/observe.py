@@ -260,7 +260,7 @@ class Observer:
             caller = getattr(run, "caller", None) if run is not None else None
             who = caller if caller is not None else c
         else:
-            if c.in_exec:
+            if c.in_exec and c.exec_argv is not None:
                 request = request_size(c.exec_argv)
                 reply_len += sum(map(len, c.exec_out))  # the transaction's reply so far
             elif self.large_request != NEVER:

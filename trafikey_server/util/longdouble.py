@@ -49,7 +49,7 @@ _BIN_UNDER = _MIN_EXP - 63 - 2
 # process-wide guard we leave alone), and a long double can need ~5000:
 # convert in chunks below the limit instead.
 _CHUNK = 4000
-_CHUNK_POW = 10**_CHUNK
+_CHUNK_POW: int = 10**_CHUNK
 
 
 def _int_of(digits: bytes) -> int:

@@ -11,7 +11,7 @@ persistence, ...) is its record in ``valuetypes.py``.
 from __future__ import annotations
 
 
-class Hash(dict):  # type: ignore[type-arg]
+class Hash(dict[bytes, bytes]):
     """A hash: field -> value. ``big`` records Valkey's one-way switch from
     listpack to hashtable encoding, which OBJECT ENCODING reports.
 

@@ -378,14 +378,14 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List
         return loaded([r.string() for _ in range(n)], fill)
     if t == T_LIST_ZIPLIST:
         # Valkey's loader leaves this form a quicklist, whatever its size.
-        items = ziplist_entries(r.string())
-        if not items:
+        entries = ziplist_entries(r.string())
+        if not entries:
             return None
-        lst = List(items)
+        lst = List(entries)
         lst.big = True
         lst.fill = fill
         lst.nodes = deque()
-        for e in items:
+        for e in entries:
             _node_push(lst.nodes, fill, e, False)
         return lst
     count = r.plain_len()

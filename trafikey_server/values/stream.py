@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from ..util.parsing import LLONG_MAX, int64
 from . import listpack as lp
@@ -70,7 +70,7 @@ LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
 
 
-class Pel(dict):  # type: ignore[type-arg]
+class Pel(dict[int, "Nack"]):
     """A pending entries list: ID -> Nack, kept with its IDs sorted so the
     range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect instead of
     sorting. Every write goes through the methods below."""
@@ -105,13 +105,13 @@ class Pel(dict):  # type: ignore[type-arg]
             return default[0]
         raise KeyError(sid)
 
-    def setdefault(self, sid: int, nack: Nack) -> Nack:  # type: ignore[override]
+    def setdefault(self, sid: int, nack: Nack) -> Nack:
         if sid not in self:
             self[sid] = nack
         return dict.__getitem__(self, sid)
 
-    def update(self, *args: object, **kw: object) -> None:
-        for k, v in dict(*args, **kw).items():  # type: ignore[arg-type]
+    def update(self, other: Mapping[int, Nack] | Iterable[tuple[int, Nack]] = (), /) -> None:  # type: ignore[override]
+        for k, v in dict(other).items():
             self[k] = v
 
     def clear(self) -> None:
@@ -120,7 +120,9 @@ class Pel(dict):  # type: ignore[type-arg]
 
     def popitem(self) -> tuple[int, Nack]:
         sid = self._ids[-1]
-        return sid, self.pop(sid)  # type: ignore[return-value]
+        nack = dict.pop(self, sid)
+        self._ids.pop()
+        return sid, nack
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> list[int]:
         """The pending IDs within [start, end], ascending (descending when rev)."""
@@ -697,7 +699,7 @@ class Stream:
                 if maxlen is not None:
                     if self._len <= maxlen:
                         break
-                elif node.id_at(i) >= minid:  # type: ignore[operator]
+                elif minid is not None and node.id_at(i) >= minid:
                     break
                 if not body[offs[i]] & F_DELETED:
                     body[offs[i]] |= F_DELETED

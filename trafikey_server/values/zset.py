@@ -22,16 +22,46 @@ back from the end of the range on a skiplist.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from math import inf, nextafter
+from typing import Protocol, cast
 
 from sortedcontainers import SortedList
 
 from ..util import native
 
+Entry = tuple[float, bytes]  # (score, member), the order of the index
+
+
+class ScoreIndex(Protocol):
+    """What a sorted set asks of its ordered index: the part of
+    sortedcontainers' SortedList it uses, which the compiled kernel's
+    ``ScoreIndex`` (values/cindex.pyx) implements alike. A bisection key
+    may be a bare ``(score,)``, which sorts before every ``(score, m)``."""
+
+    def add(self, value: Entry, /) -> None: ...
+    def remove(self, value: Entry, /) -> None: ...
+    def index(self, value: Entry, /) -> int: ...
+    def pop(self, index: int = -1, /) -> Entry: ...
+    def clear(self) -> None: ...
+    def bisect_left(self, key: Entry | tuple[float], /) -> int: ...
+    def bisect_right(self, key: Entry | tuple[float], /) -> int: ...
+    def islice(self, start: int | None = None, stop: int | None = None, reverse: bool = False) -> Iterator[Entry]: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> Entry: ...
+    def __delitem__(self, index: int | slice, /) -> None: ...
+    def __iter__(self) -> Iterator[Entry]: ...
+    def __reversed__(self) -> Iterator[Entry]: ...
+
+
 _k = native.load("values.cindex")
-# The ordered index class: anything built from (score, member) pairs.
-Index: type = SortedList if _k is None else _k.ScoreIndex
+# The ordered index class: built empty or from (score, member) pairs. The
+# kernel is loaded by name (util/native.py), so its type is stated here.
+class IndexClass(Protocol):
+    def __call__(self, iterable: Iterable[Entry] = ..., /) -> ScoreIndex: ...
+
+
+Index = cast(IndexClass, SortedList if _k is None else _k.ScoreIndex)
 
 # Lex range bound kinds: Valkey's shared.minstring ("-") and maxstring ("+"),
 # or a real string given as "[x" (inclusive) or "(x" (exclusive).
@@ -75,7 +105,7 @@ class ZSet:
 
     def __init__(self) -> None:
         self.scores: dict[bytes, float] = {}
-        self.index: SortedList = Index()
+        self.index: ScoreIndex = Index()
         self.big = False
 
     def __len__(self) -> int:
@@ -277,12 +307,12 @@ class ZSet:
         return n
 
 
-def _partition(index: SortedList, lo: int, hi: int, pred: object) -> int:
+def _partition(index: ScoreIndex, lo: int, hi: int, pred: Callable[[bytes], bool]) -> int:
     """First position in ``[lo, hi)`` whose member fails ``pred``, assuming
     pred holds on a prefix (a binary search, like a skiplist descent)."""
     while lo < hi:
         mid = (lo + hi) // 2
-        if pred(index[mid][1]):  # type: ignore[operator]
+        if pred(index[mid][1]):
             lo = mid + 1
         else:
             hi = mid

@@ -40,7 +40,8 @@ import struct
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from ...protocol.rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_len, encode_string
+from ...protocol.rdbformat import T_HASH_2, Reader, Truncated, encode_len, encode_string
+from ...protocol.rdbformat import RdbError as RdbError  # the loaders' error, raised from here too
 from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION

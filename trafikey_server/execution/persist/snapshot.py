@@ -53,7 +53,8 @@ class Snapshots:
 
     def path(self) -> str:
         v = self.server.config.values
-        return os.path.join(v["dir"], v["dbfilename"])
+        path: str = os.path.join(v["dir"], v["dbfilename"])
+        return path
 
     def _temp(self, pid: int) -> str:
         return os.path.join(self.server.config.values["dir"], f"temp-{pid}.rdb")

@@ -152,9 +152,9 @@ class Busy:
         except (OSError, ValueError):
             return
         for fd in ready:
-            lst = listeners.get(fd)
-            if lst is not None:
-                self._accept(lst, lst.connection_class)
+            listening = listeners.get(fd)
+            if listening is not None:
+                self._accept(listening, listening.connection_class)
                 continue
             conn = fds[fd]
             try:

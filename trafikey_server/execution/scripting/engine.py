@@ -300,7 +300,9 @@ class Engine:
         })
         internal = table_from([n.encode() for n in sorted(lualib.LIBRARY_SOURCES)])
         fns = self.lua.execute(PRELUDE.read_bytes(), py, versions, internal, name="=prelude")
-        self._run = fns[b"run"]
+        # run(function, name, is_fcall, resp, hook, nkeys, *args) -> (reply, its error
+        # replies (a Lua table indexed from 1) or nil, whether the call failed)
+        self._run: Callable[..., tuple[bytes, Any, bool]] = fns[b"run"]
         self._compile = fns[b"compile"]
         self._load_library = fns[b"load_library"]
         self._argmsg = fns[b"argmsg"]
@@ -367,7 +369,7 @@ class Engine:
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
         argv = _script_argv(args)
-        if type(argv) is bytes:
+        if isinstance(argv, bytes):
             return 3, argv
         cmd = self.server.table.fast.get(argv[0])
         if cmd is None:
@@ -519,7 +521,7 @@ class Engine:
 
     def _api_acl_check(self, *args: Any) -> bool:
         argv = _argv(args)
-        if type(argv) is bytes:
+        if isinstance(argv, bytes):
             raise Raise(argv)
         cmd = self._lookup(argv, strict=True)
         if cmd is None:
