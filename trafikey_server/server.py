@@ -13,18 +13,20 @@ import os
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .commands.client import info_line
 from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
+from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.rdb import RdbError
 from .execution.persist.snapshot import Snapshots
 from .execution.persist.startup import load_at_startup, stop_logging
 from .execution.scripting.busy import Busy
-from .execution.scripting.engine import Engine
+from .execution.scripting.engine import Engine, Run
 from .execution.scripting.library import Libraries
 from .keyspace.db import Db
 from .network.listener import Listener
@@ -110,7 +112,7 @@ class Server:
         self.scripting = Engine(self, Libraries)
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
-        self.busy_run: Any = None
+        self.busy_run: Run | None = None
         # When the cross-protocol warning was last logged (dispatch.cross_protocol):
         # at most once a minute, whichever client it was.
         self.security_warned = 0.0
@@ -122,7 +124,7 @@ class Server:
         self.named_snapshots = NamedSnapshots(self)
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
         # feeds it each write's effects. None costs a write one check.
-        self.aof: Any = None
+        self.aof: Aof | None = None
         self.loading = False
         # -- limits (limits.py) --
         self.memory = Memory(self)  # used memory and evictions (memory.py)
@@ -140,8 +142,10 @@ class Server:
         self.qbuf_disconnections = 0
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
-        self.huge_bulk: Any = None
-        self.max_bulk = 0  # proto-max-bulk-len, where the compiled reader reads it per read
+        # proto-max-bulk-len: the pattern a read is searched with, and the
+        # length itself, where the compiled reader reads it per read.
+        self.huge_bulk: limits.BulkSearch = limits.huge_bulk_pattern(0)
+        self.max_bulk = 0
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
@@ -462,13 +466,7 @@ class Server:
 def run(config: Config) -> int:
     server = Server(config)
     try:
-        import uvloop
-
-        runner: Any = uvloop.run
-    except ImportError:  # pragma: no cover - platforms without uvloop
-        runner = asyncio.run
-    try:
-        runner(server.serve_forever())
+        _run_loop(server.serve_forever())
     except RdbError as e:
         server.log.warning(f"Fatal error loading the DB from {server.snapshots.path()}: {e}. "
                            "Exiting; the file was left as it is.")
@@ -486,3 +484,13 @@ def run(config: Config) -> int:
         pass
     sys.stdout.flush()
     return 0
+
+
+def _run_loop(main: Coroutine[object, object, None]) -> None:
+    """uvloop's event loop where it is installed, else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - platforms without uvloop
+        asyncio.run(main)
+        return
+    uvloop.run(main)

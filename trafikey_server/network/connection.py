@@ -44,7 +44,7 @@ from ..commands.client import log_info
 from ..execution.dispatch import POSTPONED, execute
 from ..protocol.parser import INLINE_MAX, PyParser
 from ..services.client import Client
-from ..services.limits import admit, check_output, obuf_class, query_buffer_exceeded
+from ..services.limits import BulkSearch, admit, check_output, obuf_class, query_buffer_exceeded
 from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
@@ -95,7 +95,7 @@ _LONE_CR = re.compile(rb"\r[^\n]").search
 _TAIL = 12
 
 
-def _split_length(window: bytes, huge_bulk: Any) -> bool:
+def _split_length(window: bytes, huge_bulk: BulkSearch) -> bool:
     return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 

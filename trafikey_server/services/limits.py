@@ -19,6 +19,7 @@ import copy
 import ipaddress
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .config import register_apply
@@ -156,9 +157,11 @@ def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | Non
 
 # A read holding a bulk length of the default limit's digit count (512 MB has 9).
 _HUGE_BULK = re.compile(rb"\$\d{9}").search
+# A compiled pattern's search: where in a read such a length starts, or None.
+BulkSearch = Callable[[bytes], "re.Match[bytes] | None"]
 
 
-def huge_bulk_pattern(limit: int) -> Any:
+def huge_bulk_pattern(limit: int) -> BulkSearch:
     """A length with as many digits as proto-max-bulk-len may be over it:
     such a read goes to the exact parser (``Server.huge_bulk``)."""
     digits = len(str(limit))
