@@ -2,7 +2,7 @@
 
 A string value is ``bytes`` or ``bytearray``; what each write stores, so
 that OBJECT ENCODING reads Valkey's encoding off the value, is the string
-type's business (``strtype.py``).
+type's business (``values/string.py``).
 """
 
 from __future__ import annotations
