@@ -15,6 +15,7 @@ hash-max-listpack-value bytes switches it, and it never switches back.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -211,6 +212,7 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
     h = _for_write(c, key)
     ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
     cur = None if gone else h.get(argv[2])
+    old: int | None
     if cur is None:
         old = 0
     else:
@@ -275,7 +277,7 @@ def hmget(c: Client, argv: list[bytes]) -> bytes:
         c.db.events.emit(c.db, b"keymiss", argv[1])
     null = c.r.null
     out = [array_header(len(argv) - 2)]
-    get = h.get if h is not None else {}.get
+    get = (h if h is not None else {}).get
     now = c.db.clock.ms() if h is not None and h.ttl is not None else 0
     for f in argv[2:]:
         v = get(f) if not now else h.live_get(f, now)  # type: ignore[union-attr]
@@ -485,7 +487,7 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
         # Fields past their time are skipped, as Valkey's scan skips them.
         live = h.live_items(c.db.clock.ms())
         stop = cursor + count
-        chosen = live[cursor:stop]  # type: ignore[assignment]
+        chosen: Iterable[tuple[bytes, bytes]] = live[cursor:stop]
         nxt = stop if stop < len(live) else 0
     elif not h.big:
         # A listpack is returned whole in one call, cursor 0.
@@ -497,7 +499,7 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
         # holds while nothing is deleted; a delete can shift a field past
         # the cursor. Skipping to the position costs O(cursor), in C.
         stop = cursor + count
-        chosen = islice(h.items(), cursor, stop)  # type: ignore[assignment]
+        chosen = islice(h.items(), cursor, stop)
         nxt = stop if stop < len(h) else 0
     items: list[bytes] = []
     for f, v in chosen:

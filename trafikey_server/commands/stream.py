@@ -698,8 +698,9 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         gt = ids[k]
         sync = history = False
         consumer: Consumer | None = None
-        g: Group | None = None
+        g = None
         if grouped:
+            assert groupname is not None
             g = groups[k]
             if gt != _NEW:
                 sync = history = True
@@ -722,7 +723,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
             assert consumer is not None
             body = _history_reply(c, s, start, count, consumer, now)
         elif g is not None:
-            assert consumer is not None
+            assert consumer is not None and groupname is not None
             body = _group_reply(s, start, count, g, consumer, noack, now, key, groupname, effects)
         else:
             body = _range_reply(s, start, MAX_ID, count, False)

@@ -12,7 +12,7 @@ RESP3); with WITHSCORES, RESP2 gets one flat array and RESP3 an array of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..protocol.args import mpop_args
@@ -700,8 +700,8 @@ def zscan(c: Client, argv: list[bytes]) -> bytes:
     if not zs.big:
         # A listpack is returned whole, scores as it stores them.
         nxt = 0
-        chosen = zs.index
-        fmt = format_double
+        chosen: Iterable[tuple[float, bytes]] = zs.index
+        fmt: Callable[[float], bytes] = format_double
     else:
         # Our cursor is a position in score order: see hscan for why.
         stop = cursor + count
