@@ -89,7 +89,7 @@ class Server:
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
         # Users and permissions; requirepass is the default user's password.
-        self.acl = Acl(self)
+        self.acl: Acl = Acl(self)
         self.acl.log.client_line = info_line
         self._next_id = 0
         self.started_at = time.time()

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol.keyspecs import extract, has_keys
 from ..util.errors import CommandError
@@ -30,8 +30,22 @@ from .kill import kill_client
 
 if TYPE_CHECKING:
     from ..protocol.table import Command, Table
-    from ..server import Server
     from .client import Client
+    from .config import Config
+    from .host import Scripting
+    from .pubsub import PubSub
+
+
+class AclHost(Protocol):
+    """What the users and the ACL log use of the server (server.py)."""
+
+    clients: dict[int, Client]
+    config: Config
+    pubsub: PubSub
+    table: Table
+
+    @property
+    def scripting(self) -> Scripting: ...
 
 # Valkey's categories, in the order ACL CAT lists them.
 CATEGORIES = (
@@ -478,7 +492,7 @@ class AclLog:
     entry's count and moves it to the front (Valkey's addACLLogEntry). The
     counters are INFO stats' acl_access_denied_*."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: AclHost) -> None:
         self.server = server
         self.entries: list[LogEntry] = []
         self.next_id = 0
@@ -523,7 +537,7 @@ class AclLog:
 class Acl:
     """The users of one server; ``default`` always exists."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: AclHost) -> None:
         self.server = server
         self.log = AclLog(server)
         self.users: dict[bytes, User] = {}

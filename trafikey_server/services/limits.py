@@ -20,16 +20,54 @@ import ipaddress
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import register_apply
 from .memory import EVICT_FAIL
 
 if TYPE_CHECKING:
     from ..network.connection import Connection
-    from ..protocol.table import Command
-    from ..server import Server
+    from ..protocol.table import Command, Table
+    from ..util.log import Log
+    from .acl import Acl
     from .client import Client
+    from .config import Config
+    from .host import Scripting
+    from .memory import Memory
+    from .tracking import Tracking
+
+
+class MemoryLimitHost(Protocol):
+    """What maxmemory and min-replicas-to-write use of the server (server.py):
+    they choose the command table it serves."""
+
+    base_table: Table
+    config: Config
+    maxmemory: int
+    memory: Memory
+    noreplicas: bool
+    table: Table
+
+
+class LimitsHost(MemoryLimitHost, Protocol):
+    """What the other limits use of the server (server.py)."""
+
+    acl: Acl
+    clients: dict[int, Client]
+    connections: dict[int, Connection]
+    huge_bulk: BulkSearch
+    log: Log
+    max_bulk: int
+    obuf_limited: bool
+    obuf_normal: tuple[int, int, int] | None
+    obuf_pubsub: tuple[int, int, int] | None
+    obuf_watch: set[Connection]
+    rejected_connections: int
+    tracking: Tracking
+
+    @property
+    def scripting(self) -> Scripting: ...
+
 
 MAXCLIENTS = b"-ERR max number of clients reached\r\n"
 NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
@@ -63,7 +101,7 @@ def _is_local(peer: Any) -> bool:
         return False
 
 
-def admit(server: Server, transport: Any) -> bool:
+def admit(server: LimitsHost, transport: Any) -> bool:
     """Valkey's accept order: the client count first, then protected mode
     (refused while no password protects the default user and the peer is
     not on a loopback interface). A refusal is written and the connection
@@ -104,7 +142,7 @@ def parse_obuf(value: str) -> dict[str, tuple[int, int, int]]:
     return {words[i]: (int(words[i + 1]), int(words[i + 2]), int(words[i + 3])) for i in range(0, len(words), 4)}
 
 
-def apply_obuf(server: Server, value: str) -> None:
+def apply_obuf(server: LimitsHost, value: str) -> None:
     """Keep the normal class's limits where a read can see them at the cost
     of one check, None while they are all zero (Valkey's default)."""
     limits = parse_obuf(value)
@@ -118,7 +156,7 @@ def apply_obuf(server: Server, value: str) -> None:
     server.obuf_limited = server.obuf_normal is not None
 
 
-def obuf_class(server: Server, c: Client) -> tuple[int, int, int] | None:
+def obuf_class(server: LimitsHost, c: Client) -> tuple[int, int, int] | None:
     """The limits of the client's class: pub/sub while it is subscribed."""
     if getattr(c, "subscriptions", 0):
         return server.obuf_pubsub
@@ -168,7 +206,7 @@ def huge_bulk_pattern(limit: int) -> BulkSearch:
     return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
 
 
-def apply_proto_max_bulk_len(server: Server, value: int) -> None:
+def apply_proto_max_bulk_len(server: LimitsHost, value: int) -> None:
     server.huge_bulk = huge_bulk_pattern(value)
     server.max_bulk = value
 
@@ -181,7 +219,7 @@ def apply_proto_max_bulk_len(server: Server, value: int) -> None:
 SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fcall", b"fcall_ro"))
 
 
-def apply_maxmemory(server: Server, value: int) -> None:
+def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
     """While a limit is set, used memory is tracked on every write
     (memory.py) and every command leaves the fast path (a table of the
     server's own): Valkey runs its evictions before any command, a read
@@ -214,7 +252,7 @@ def apply_maxmemory(server: Server, value: int) -> None:
         faults.hide_fast()
 
 
-def apply_min_replicas(server: Server) -> None:
+def apply_min_replicas(server: MemoryLimitHost) -> None:
     """Valkey's checkGoodReplicasStatus: with min-replicas-to-write and
     min-replicas-max-lag both set, a primary needs that many good replicas
     to write, and this server never has any."""
@@ -266,7 +304,7 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
 # -- the periodic tick ---------------------------------------------------------------
 
 
-def cron(server: Server) -> None:
+def cron(server: LimitsHost) -> None:
     """Once a second: idle clients past ``timeout`` are closed, the soft
     output-buffer limit is re-checked for clients that have not read, and
     evictions run while maxmemory is set and used memory is over it."""

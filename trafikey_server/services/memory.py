@@ -31,7 +31,7 @@ the event loop, Valkey's eviction time proc).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..keyspace.access import Lfu, idle_ms
 from ..util.rand import rng
@@ -40,8 +40,30 @@ from ..values.registry import of
 from .config import register_apply
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..keyspace.db import Db
-    from ..server import Server
+    from ..util.clock import Clock
+    from .config import Config
+    from .host import AppendLog
+
+
+class MemoryHost(Protocol):
+    """What memory accounting and eviction use of the server (server.py)."""
+
+    clock: Clock
+    config: Config
+    dbs: list[Db]
+    dirty: int
+    loading: bool
+    loop: asyncio.AbstractEventLoop | None
+    maxmemory: int
+    memory: Memory
+
+    @property
+    def aof(self) -> AppendLog | None: ...
+    @property
+    def busy_run(self) -> object: ...
 
 # used_memory_startup of an empty valkey-server 9.1 (measured): the base
 # every figure starts from, so that limits copied from a Valkey setup mean
@@ -125,7 +147,7 @@ class _Sampler:
 class Memory:
     """The dataset total, and evictions."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: MemoryHost) -> None:
         self.server = server
         self.tracking = False
         # Per database while tracking: key -> its estimate, the keys changed
@@ -408,7 +430,7 @@ class Memory:
         self.pool = []
 
 
-def _apply_policy(server: Server, value: Any) -> None:
+def _apply_policy(server: MemoryHost, value: Any) -> None:
     server.memory.apply_policy()
 
 

@@ -22,15 +22,24 @@ import asyncio
 import copy
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .limits import apply_maxmemory
+from .limits import MemoryLimitHost, apply_maxmemory
 
 if TYPE_CHECKING:
+    from ..keyspace.db import Db
     from ..network.connection import Connection
     from ..protocol.table import Command
-    from ..server import Server
     from .client import Client
+    from .observe import Observer
+
+
+class PauseHost(MemoryLimitHost, Protocol):
+    """What CLIENT PAUSE uses of the server (server.py)."""
+
+    dbs: list[Db]
+    loop: asyncio.AbstractEventLoop | None
+    observer: Observer
 
 # Commands whose script's flags say whether they write; other commands are
 # held for their write or may_replicate flag (Command.may_replicate).
@@ -38,7 +47,7 @@ _SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", 
 
 
 class Pause:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PauseHost) -> None:
         self.server = server
         self.end = 0.0  # monotonic seconds; 0 while nothing is paused
         self.all = False
