@@ -35,6 +35,7 @@ from .protocol.table import Table, default_table
 from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
+from .services.client import Client
 from .services.config import Config
 from .services.faults import Faults
 from .services.memory import Memory
@@ -52,7 +53,6 @@ from .values.set import SetValue
 
 if TYPE_CHECKING:
     from .network.connection import Connection
-    from .services.client import Client
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
@@ -221,6 +221,11 @@ class Server:
     def next_client_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+    def internal_client(self) -> Client:
+        """A client with no connection (id 0): the one scripts run their
+        commands as, and the one the append-only log is replayed with."""
+        return Client(self, 0)
 
     def client_connected(self, conn: Connection, c: Client) -> None:
         self.clients[c.id] = c

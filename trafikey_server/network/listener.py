@@ -20,6 +20,7 @@ import asyncio
 import grp
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .connection import Connection, _addr
@@ -34,8 +35,7 @@ _SUN_PATH = 108
 
 
 class Listener:
-    # What an accepted socket is served by; the busy-script loop, which sits
-    # below the network code, accepts through it too.
+    # What an accepted socket is served by.
     connection_class = Connection
 
     def __init__(self, server: Server, host: str, port: int, backlog: int, kind: str = "tcp") -> None:
@@ -119,6 +119,19 @@ class Listener:
         if conn.family in (socket.AF_INET, socket.AF_INET6):
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
+
+    def accept_raw(self, transport: Callable[[socket.socket], object]) -> None:
+        """Accept one connection while a script holds the event loop
+        (execution/scripting/busy.py): it is served through
+        ``transport(sock)`` until the loop, free again, takes it over."""
+        sock = self.accept_one()
+        if sock is None:
+            return
+        conn = self.connection_class(self.server)
+        conn.connection_made(transport(sock))
+        self.pending[sock] = conn
+        assert self.loop is not None
+        self.hand_over(self.loop, conn, sock)
 
     def accept_ready(self) -> None:
         loop = self.loop

@@ -35,8 +35,8 @@ from .rewrite import Rewriter, write_snapshot
 if TYPE_CHECKING:
     from ...network.connection import Connection
     from ...protocol.table import Command
-    from ...server import Server
     from ...services.client import Client
+    from .host import PersistHost
 
 _MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 _EXEC = b"*1\r\n$4\r\nEXEC\r\n"
@@ -48,7 +48,7 @@ def encode(argv: list[bytes]) -> bytes:
 
 
 class Aof:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PersistHost) -> None:
         self.server = server
         cfg = server.config.values
         self.dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))

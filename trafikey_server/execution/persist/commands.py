@@ -14,8 +14,8 @@ from .oneoff import rewrite_once
 from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
-    from ...server import Server
     from ...services.client import Client
+    from .host import PersistHost
 
 STARTED = b"+Background append only file rewriting started\r\n"
 
@@ -59,7 +59,7 @@ def apply_appendonly(server: Any, value: bool) -> None:
     start_logging(server, aof, fresh)
 
 
-def aof_fields(s: Server) -> list[tuple[str, Any]]:
+def aof_fields(s: PersistHost) -> list[tuple[str, Any]]:
     """The aof_* lines of INFO persistence, in Valkey's order (the size
     lines follow only when the log is on)."""
     aof = s.aof
@@ -82,7 +82,7 @@ def aof_fields(s: Server) -> list[tuple[str, Any]]:
     ]
 
 
-def aof_size_fields(s: Server) -> list[tuple[str, Any]]:
+def aof_size_fields(s: PersistHost) -> list[tuple[str, Any]]:
     return [] if s.aof is None else list(s.aof.info().items())
 
 

@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lupa import lua51
 
@@ -45,9 +45,34 @@ from ..dispatch import call
 from . import lualib
 
 if TYPE_CHECKING:
-    from ...protocol.table import Command
-    from ...server import Server
+    from ...protocol.table import Command, Table
+    from ...services.acl import Acl
+    from ...services.config import Config
+    from ...services.memory import Memory
+    from ...util.clock import Clock
+    from ...util.log import Log
+    from ..persist.aof import Aof
+    from .busy import Busy
     from .library import Libraries
+
+
+class EngineHost(Protocol):
+    """What scripting uses of the server (server.py)."""
+
+    acl: Acl
+    aof: Aof | None
+    busy: Busy
+    clock: Clock
+    config: Config
+    log: Log
+    maxmemory: int
+    memory: Memory
+    noreplicas: bool
+    slot_checks: bool
+    table: Table
+
+    def count_error(self, msg: bytes) -> None: ...
+    def internal_client(self) -> Client: ...
 
 PRELUDE = Path(__file__).with_name("prelude.lua")
 
@@ -254,7 +279,7 @@ def _lrand48_seed(seed: int) -> int:
 
 
 class Engine:
-    def __init__(self, server: Server, libraries: Callable[[Engine], Libraries]) -> None:
+    def __init__(self, server: EngineHost, libraries: Callable[[Engine], Libraries]) -> None:
         """``libraries`` builds the FUNCTION side (library.Libraries, which
         is built on this module), given this engine."""
         self.server = server
@@ -262,7 +287,7 @@ class Engine:
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
         )
         lualib.install(self.lua)
-        self.client = Client(server, 0)
+        self.client = server.internal_client()
         self.client.in_script = True
         self.run: Run | None = None
         self.scripts: dict[bytes, Script] = {}
