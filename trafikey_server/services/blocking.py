@@ -35,7 +35,7 @@ own value type and timeout reply.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from ..util.errors import CommandError
 from ..util.longdouble import parse as parse_long_double
@@ -163,7 +163,7 @@ class Blocking:
         # entries (client since unblocked or re-blocked) are skipped.
         self._deadlines: list[tuple[int, int, Client]] = []
         self._order = 0
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         self._serving = False
         # The state of the client whose request is running again after a
         # key was ready: a second block keeps its deadline.

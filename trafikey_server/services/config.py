@@ -104,11 +104,16 @@ def _words(text: str) -> list[str]:
     return text.split(" ") if text else []
 
 
+# A setting's value: a number (bool for yes/no, int for numbers, memory
+# sizes, octal modes and flag sets) or a string.
+Value = int | str
+
+
 @dataclass
 class Option:
     name: str
     kind: str  # "int", "memory", "bool", "string", "enum", "octal", "special"
-    default: Any
+    default: Value
     mutable: bool = True
     low: int | None = None
     high: int | None = None
@@ -121,11 +126,11 @@ class Option:
     multi: bool = False  # an enum of flags, several words at once
     synonyms: Mapping[str, str] = field(default_factory=dict)  # enum word -> the name shown
     percent: bool = False  # memory, or a percentage written "N%"
-    check: Callable[[Any], str | None] | None = None  # the refusal reason for a parsed value
-    parser: Callable[[str, Any], Any] | None = None  # special kinds: (text, current) -> value
-    shower: Callable[[Any], str] | None = None
+    check: Callable[[Value], str | None] | None = None  # the refusal reason for a parsed value
+    parser: Callable[[str, Value | None], Value] | None = None  # special kinds: (text, current) -> value
+    shower: Callable[[Value], str] | None = None
 
-    def parse(self, text: str, current: Any = None) -> Any:
+    def parse(self, text: str, current: Value | None = None) -> Value:
         value = self._parse(text, current)
         if self.check is not None:
             reason = self.check(value)
@@ -133,7 +138,7 @@ class Option:
                 raise ConfigError(reason)
         return value
 
-    def _parse(self, text: str, current: Any) -> Any:
+    def _parse(self, text: str, current: Value | None) -> Value:
         k = self.kind
         if k == "bool":
             low = text.lower()
@@ -197,13 +202,13 @@ class Option:
         flags = [c for c in self.choices[1:] if c in picked]
         return " ".join(flags) if flags else self.choices[0]
 
-    def show(self, value: Any) -> str:
+    def show(self, value: Value) -> str:
         k = self.kind
         if k == "bool":
             return "yes" if value else "no"
         if k == "octal":
             return f"{value:o}"
-        if k == "memory" and self.percent and value < 0:
+        if k == "memory" and self.percent and isinstance(value, int) and value < 0:
             return f"{-value}%"
         if self.shower is not None:
             return self.shower(value)
@@ -233,7 +238,7 @@ def S(name: str, default: str, **kw: Any) -> Option:
     return Option(name, "string", default, **kw)
 
 
-def X(name: str, default: str | int, parser: Callable[[str, Any], Any], **kw: Any) -> Option:
+def X(name: str, default: Value, parser: Callable[[str, Value | None], Value], **kw: Any) -> Option:
     return Option(name, "special", default, parser=parser, **kw)
 
 
@@ -252,7 +257,7 @@ def _no_rdma_port(v: int) -> str | None:
     return "No RDMA building support." if v else None
 
 
-def _no_rdma(text: str, current: Any) -> str:
+def _no_rdma(text: str, current: Value | None) -> str:
     raise ConfigError("No RDMA building support.")
 
 
@@ -416,7 +421,7 @@ def _apply_seed(server: Any, value: str) -> None:
 # -- the special options ----------------------------------------------------------------------
 
 
-def _seed(text: str, current: Any) -> str:
+def _seed(text: str, current: Value | None) -> str:
     """seed: empty (drawn from the OS) or an integer of 64 bits, shown as
     Valkey prints a number."""
     if not text:
@@ -427,7 +432,7 @@ def _seed(text: str, current: Any) -> str:
     return str(v)
 
 
-def _save(text: str, current: Any) -> str:
+def _save(text: str, current: Value | None) -> str:
     """Pairs of <seconds> <changes>: seconds at least 1, changes at least 0,
     read as C's strtoll (and changes then as a C int)."""
     words = _words(text)
@@ -448,7 +453,7 @@ def _save(text: str, current: Any) -> str:
 _OBUF_CLASSES = {"normal": "normal", "replica": "slave", "slave": "slave", "pubsub": "pubsub"}
 
 
-def _obuf_limits(text: str, current: Any) -> str:
+def _obuf_limits(text: str, current: Value | None) -> str:
     """client-output-buffer-limit: <class> <hard> <soft> <seconds> groups,
     each replacing that class's limits."""
     words = _words(text)
@@ -471,7 +476,7 @@ def _obuf_limits(text: str, current: Any) -> str:
     return " ".join(f"{cls} {' '.join(limits[cls])}" for cls in ("normal", "slave", "pubsub"))
 
 
-def _oom_values(text: str, current: Any) -> str:
+def _oom_values(text: str, current: Value | None) -> str:
     words = _words(text)
     if len(words) != 3:
         raise ConfigError("wrong number of arguments")
@@ -481,7 +486,7 @@ def _oom_values(text: str, current: Any) -> str:
     return " ".join(str(v) for v in vals)
 
 
-def _keyspace_events(text: str, current: Any) -> int:
+def _keyspace_events(text: str, current: Value | None) -> int:
     """notify-keyspace-events, kept as Valkey keeps it: the flag bits (the
     text CONFIG GET shows is derived from them, notify.flags_text)."""
     try:
@@ -494,7 +499,7 @@ def _apply_keyspace_events(server: Any, value: int) -> None:
     server.notify.configure(value)
 
 
-def _percentiles(text: str, current: Any) -> str:
+def _percentiles(text: str, current: Value | None) -> str:
     out = []
     for w in _words(text):
         v = parse_double(w.encode("utf-8", "surrogateescape"))
@@ -506,14 +511,14 @@ def _percentiles(text: str, current: Any) -> str:
     return " ".join(out)
 
 
-def _bind(text: str, current: Any) -> str:
+def _bind(text: str, current: Value | None) -> str:
     words = _words(text)
     if len(words) > 16:
         raise ConfigError("Too many bind addresses specified.")
     return " ".join(words)
 
 
-def _replicaof(text: str, current: Any) -> str:
+def _replicaof(text: str, current: Value | None) -> str:
     words = text.split()
     if [w.lower() for w in words] == ["no", "one"] or not words:
         return ""
@@ -525,7 +530,7 @@ def _replicaof(text: str, current: Any) -> str:
     return f"{words[0]} {port}"
 
 
-def _dir(text: str, current: Any) -> str:
+def _dir(text: str, current: Value | None) -> str:
     """Valkey changes into the directory and reports where it landed; we
     check it the same way and report the resolved path without moving."""
     if not text:

@@ -12,7 +12,7 @@ to a service, that the real objects fit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 class Transport(Protocol):
     """A connection's transport (asyncio's, or a stand-in while a script
-    holds the loop), as far as a service closes it or measures it."""
+    holds the loop), as far as a service writes to it, closes it or
+    measures it."""
 
+    def write(self, data: bytes) -> None: ...
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
     def close(self) -> None: ...
     def abort(self) -> None: ...
     def get_write_buffer_size(self) -> int: ...

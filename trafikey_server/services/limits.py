@@ -20,7 +20,7 @@ import ipaddress
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .config import register_apply
 from .memory import EVICT_FAIL
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .acl import Acl
     from .client import Client
     from .config import Config
-    from .host import Scripting
+    from .host import Scripting, Transport
     from .memory import Memory
     from .tracking import Tracking
 
@@ -92,7 +92,7 @@ UNAUTH_QUERY_BUFFER = 1024 * 1024
 # -- admission ------------------------------------------------------------------
 
 
-def _is_local(peer: Any) -> bool:
+def _is_local(peer: object) -> bool:
     if not isinstance(peer, tuple):
         return True  # a Unix socket
     try:
@@ -101,7 +101,7 @@ def _is_local(peer: Any) -> bool:
         return False
 
 
-def admit(server: LimitsHost, transport: Any) -> bool:
+def admit(server: LimitsHost, transport: Transport) -> bool:
     """Valkey's accept order: the client count first, then protected mode
     (refused while no password protects the default user and the peer is
     not on a loopback interface). A refusal is written and the connection

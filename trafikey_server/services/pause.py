@@ -22,7 +22,7 @@ import asyncio
 import copy
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .limits import MemoryLimitHost, apply_maxmemory
 
@@ -119,5 +119,5 @@ class Pause:
                 return w
         return cmd.write or cmd.may_replicate
 
-    def hold(self, conn: Any) -> None:
+    def hold(self, conn: Connection) -> None:
         self.waiting.append(conn)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import (
     T_LIST,
@@ -29,7 +29,7 @@ from ..protocol.rdbformat import (
 )
 from ..util.parsing import to_int
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -371,7 +371,7 @@ def _rdb_save(v: List) -> tuple[int, bytes]:
     return T_LIST_QUICKLIST_2, b"".join(parts)
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> List | None:
     fill = server.list_limits[0]
     if t == T_LIST:
         n = r.plain_len()

@@ -34,13 +34,13 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import RdbError, encode_len, encode_string
 from ..util.parsing import LLONG_MAX, int64
 from . import listpack as lp
 from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, skip
-from .record import ValueType, alloc_size
+from .record import ValueHost, ValueType, alloc_size
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -943,7 +943,7 @@ def _read_id(r: Reader) -> int:
     return r.plain_len() << 64 | r.plain_len()
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stream:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> Stream:
     s = Stream()
     for _ in range(r.plain_len()):
         raw = r.string()

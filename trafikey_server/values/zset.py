@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from math import inf, nextafter
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from sortedcontainers import SortedList
 
@@ -49,7 +49,7 @@ from ..protocol.rdbformat import (
 from ..util import native
 from ..util.floats import format_double
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
@@ -397,7 +397,7 @@ def _make(members: list[tuple[bytes, float]], big: bool) -> ZSet | None:
     return z if z else None  # Valkey drops an empty sorted set on load
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> ZSet | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> ZSet | None:
     entries, value = server.zset_limits
     if t in (T_ZSET_2, T_ZSET):
         n = r.plain_len()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from ...values.record import ValueHost
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -23,8 +25,9 @@ if TYPE_CHECKING:
     from .snapshot import Snapshots
 
 
-class PersistHost(Protocol):
-    """The server (server.py), as persistence uses it."""
+class PersistHost(ValueHost, Protocol):
+    """The server (server.py), as persistence uses it: what the value
+    types' loaders read of it too."""
 
     aof: Aof | None
     clock: Clock

@@ -34,16 +34,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from ...services.client import Client
+    from ...services.host import Transport
     from .engine import Run
-
-
-class Transport(Protocol):
-    """What is done here with a connection's transport: asyncio's, or
-    one of the stand-ins below."""
-
-    def close(self) -> None: ...
-    def get_write_buffer_size(self) -> int: ...
-    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
 
 
 class BusyConnection(Protocol):
