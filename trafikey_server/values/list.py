@@ -41,7 +41,7 @@ _UINT_MAX = (1 << 32) - 1
 _NO_SIZE = 1 << 64
 
 
-class List(deque):  # type: ignore[type-arg]
+class List(deque[bytes]):
     """A list: bytes elements, head at index 0. ``big`` is True in the
     quicklist encoding; ``nodes`` then follows Valkey's quicklist nodes as
     [count, listpack bytes, plain] (None once a middle write made them

@@ -42,7 +42,7 @@ _NAMES = (b"intset", b"listpack", b"hashtable")
 randrange = rng.randrange
 
 
-class SetValue(dict):  # type: ignore[type-arg]
+class SetValue(dict[bytes, None]):
     """A set: member -> None, in the order a listpack keeps; ``enc`` is
     Valkey's encoding (INTSET, LISTPACK, HASHTABLE).
 

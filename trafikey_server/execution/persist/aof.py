@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 _MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 _EXEC = b"*1\r\n$4\r\nEXEC\r\n"
-_UNSET = object()
 
 
 def encode(argv: list[bytes]) -> bytes:
@@ -131,14 +130,15 @@ class Aof:
 
     def feed(self, c: Client, cmd: Command, argv: list[bytes], reply: bytes) -> None:
         """A write command succeeded: log its effects."""
-        rule = self.rules.get(cmd.bname, _UNSET)
-        if rule is _UNSET:
+        try:
+            rule = self.rules[cmd.bname]
+        except KeyError:
             rule = self.rules[cmd.bname] = rule_for(cmd.bname)
         if rule is None:
             self.unit.append((c.db.id, argv))
         else:
             dbid = c.db.id
-            for e in rule(c, argv, reply):  # type: ignore[operator]
+            for e in rule(c, argv, reply):
                 self.unit.append((dbid, e))
         if self.depth == 0:
             self.close_unit()
