@@ -23,7 +23,6 @@ from ..util.parsing import int64, to_int
 from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, fmt_id
 from .stream import (
     create_consumer,
-    emit,
     entry_reply,
     error_format,
     get_stream,
@@ -130,7 +129,7 @@ def xgroup_create(c: Client, argv: list[bytes]) -> bytes:
     if argv[3] in s.groups:
         raise CommandError(b"BUSYGROUP Consumer Group name already exists")
     s.groups[argv[3]] = Group(sid, entries_read)
-    emit(db, b"xgroup-create", key)
+    db.notify(b"xgroup-create", key)
     return b"+OK\r\n"
 
 
@@ -142,7 +141,7 @@ def xgroup_setid(c: Client, argv: list[bytes]) -> bytes:
     sid = s.last_id if cstr(argv[4]) == b"$" else parse_id(argv[4])
     g.last_id = sid
     g.entries_read = entries_read
-    emit(c.db, b"xgroup-setid", argv[2])
+    c.db.notify(b"xgroup-setid", argv[2])
     return b"+OK\r\n"
 
 
@@ -153,7 +152,7 @@ def xgroup_destroy(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     del s.groups[argv[3]]
     db = c.db
-    emit(db, b"xgroup-destroy", argv[2])
+    db.notify(b"xgroup-destroy", argv[2])
     db.signal_ready(argv[2])  # blocked XREADGROUPs of the group answer NOGROUP
     return ONE
 
@@ -175,7 +174,7 @@ def xgroup_delconsumer(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     for sid in consumer.pel:
         g.pel.pop(sid, None)
-    emit(c.db, b"xgroup-delconsumer", argv[2])
+    c.db.notify(b"xgroup-delconsumer", argv[2])
     propagate(c, [argv])
     return integer(len(consumer.pel))
 
