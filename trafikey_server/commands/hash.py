@@ -632,7 +632,7 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
         if deleted:
             propagate(c, [[b"HDEL", key, *deleted]])
         db.notify(b"hset", key)
-        db.notify(b"hexpire", key)
+        db.notify(b"hexpire", key)  # a past time is an expiry given
         if deleted or not h:
             # The fields went, and the key with them if they were all it
             # held (or it was created for them).
