@@ -34,9 +34,10 @@ from __future__ import annotations
 import asyncio
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from itertools import chain
 from time import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import hiredis
 
@@ -52,6 +53,20 @@ from .tls import certificate_user
 
 if TYPE_CHECKING:
     from ..server import Server
+
+
+
+class KernelReader(Protocol):
+    """The compiled request reader (protocol/creader.pyx). It is loaded by
+    name (util/native.py), so mypy never reads it: what is used of it is
+    stated here."""
+
+    @property
+    def idle(self) -> bool: ...
+
+    def len(self) -> int: ...
+    def feed(self, data: bytes, max_bulk: int, out: list[list[bytes]]) -> bytes | None: ...
+
 
 # The compiled request reader, or None: the pure path (hiredis and the checks below).
 _k = native.load("protocol.creader")
@@ -144,7 +159,7 @@ class Connection(asyncio.Protocol):
         self.server = server
         self.client: Client | None = None
         self.transport: Any = None
-        self.reader: Any = self.new_reader()
+        self.reader: hiredis.Reader | KernelReader = self.new_reader()
         self.py: PyParser | None = None
         # Bytes read and not yet parsed after the last read: with a new
         # read, the most any request completed by it can take.
@@ -479,7 +494,7 @@ class Connection(asyncio.Protocol):
             return
         self.crs += data.count(13)
         self.fed += len(data)
-        self.reader.feed(data)
+        cast(hiredis.Reader, self.reader).feed(data)
         self.boundary = False
         self._hiredis_loop(data, out)
 
@@ -501,7 +516,7 @@ class Connection(asyncio.Protocol):
     def _hiredis_loop(self, data: bytes, out: list[bytes]) -> None:
         """Take every request the read completes, check their framing, then
         run them: a malformed request must not run, nor any after it."""
-        reader = self.reader
+        reader = cast(hiredis.Reader, self.reader)
         gets = reader.gets
         has_data = reader.has_data
         reqs: list[list[bytes]] = []
@@ -567,7 +582,7 @@ class Connection(asyncio.Protocol):
         byte it does not take, the exact parser goes on from the start of
         that request (after the requests before it, or once they are done
         waiting: ``_continue`` runs the queued ones first)."""
-        reader = self.reader
+        reader = cast(KernelReader, self.reader)
         reqs: list[list[bytes]] = []
         rest = reader.feed(data, self.server.max_bulk, reqs)
         if rest is None:
@@ -586,7 +601,7 @@ class Connection(asyncio.Protocol):
             self._drain(out)
 
     # The reader of the fast path, chosen once: the compiled one when built.
-    new_reader: Any = hiredis.Reader if _k is None else _k.Reader
+    new_reader: Callable[[], hiredis.Reader | KernelReader] = hiredis.Reader if _k is None else _k.Reader
     _run_fast = _run_hiredis if _k is None else _run_kernel
 
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
