@@ -22,13 +22,19 @@ import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..util.confsyntax import split_args
 from ..util.floats import parse_double
 from ..util.log import LEVELS
 from ..util.parsing import to_int
 from . import notify
+
+if TYPE_CHECKING:
+    from ..util.log import Log
+    from .acl import Acl
+    from .notify import Notify
+    from .observe import Observer
 
 
 class ConfigError(Exception):
@@ -119,7 +125,7 @@ class Option:
     high: int | None = None
     choices: Sequence[str] = ()
     aliases: Sequence[str] = ()
-    apply: Callable[[Any, Any], None] | None = None  # (server, value) on CONFIG SET
+    apply: Callable[[SettingsHost, Any], None] | None = None  # (server, value) on CONFIG SET
     sensitive: bool = False
     protected: bool = False  # settable only with enable-protected-configs
     hidden: bool = False  # found by its exact name only, never by a pattern
@@ -365,11 +371,28 @@ def _registered(name: str) -> Callable[[Any, Any], None]:
     return apply
 
 
-def _apply_loglevel(server: Any, value: str) -> None:
+class SettingsHost(Protocol):
+    """What the options applied here on CONFIG SET use of the server
+    (server.py). Those registered from other modules (register_apply)
+    take the server as their own module types it."""
+
+    acl: Acl
+    latency_tracking: bool
+    log: Log
+    notify: Notify
+    observer: Observer
+    slot_checks: bool
+
+    def refresh_limits(self) -> None: ...
+    def relisten(self, kind: str = "tcp") -> bool: ...
+    def reseed(self) -> None: ...
+
+
+def _apply_loglevel(server: SettingsHost, value: str) -> None:
     server.log.level = LEVELS[value]
 
 
-def _apply_limits(server: Any, value: int) -> None:
+def _apply_limits(server: SettingsHost, value: int) -> None:
     server.refresh_limits()
 
 
@@ -384,35 +407,35 @@ _apply_tls = _registered("tls")
 _apply_tls_port = _registered("tls-port")
 
 
-def _apply_port(server: Any, value: int) -> None:
+def _apply_port(server: SettingsHost, value: int) -> None:
     if not server.relisten():
         raise ConfigError("Unable to listen on this port. Check server logs.")
 
 
-def _apply_bind(server: Any, value: str) -> None:
+def _apply_bind(server: SettingsHost, value: str) -> None:
     if not server.relisten():
         raise ConfigError("Failed to bind to specified addresses.")
 
 
-def _apply_requirepass(server: Any, value: str) -> None:
+def _apply_requirepass(server: SettingsHost, value: str) -> None:
     """requirepass is the default user's password (acl.Acl.set_requirepass)."""
     server.acl.set_requirepass(value)
 
 
-def _apply_slot_checks(server: Any, value: bool) -> None:
+def _apply_slot_checks(server: SettingsHost, value: bool) -> None:
     server.slot_checks = value
 
 
-def _apply_latency_tracking(server: Any, value: bool) -> None:
+def _apply_latency_tracking(server: SettingsHost, value: bool) -> None:
     server.latency_tracking = value
 
 
-def _apply_observe(server: Any, value: int) -> None:
+def _apply_observe(server: SettingsHost, value: int) -> None:
     """The command log and latency thresholds (observe.py)."""
     server.observer.reconfigured()
 
 
-def _apply_seed(server: Any, value: str) -> None:
+def _apply_seed(server: SettingsHost, value: str) -> None:
     """CONFIG SET seed restarts every random sequence at once, even to the
     seed already set (util/rand.py; the Lua generator too)."""
     server.reseed()
@@ -495,7 +518,7 @@ def _keyspace_events(text: str, current: Value | None) -> int:
         raise ConfigError(str(e)) from None
 
 
-def _apply_keyspace_events(server: Any, value: int) -> None:
+def _apply_keyspace_events(server: SettingsHost, value: int) -> None:
     server.notify.configure(value)
 
 

@@ -430,7 +430,7 @@ class Memory:
         self.pool = []
 
 
-def _apply_policy(server: MemoryHost, value: Any) -> None:
+def _apply_policy(server: MemoryHost, value: str) -> None:
     server.memory.apply_policy()
 
 

@@ -38,7 +38,7 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     return STARTED
 
 
-def apply_appendonly(server: Any, value: bool) -> None:
+def apply_appendonly(server: PersistHost, value: bool) -> None:
     """CONFIG SET appendonly: on starts the log with a rewrite of the
     keyspace (the new base), off flushes and closes it."""
     if server.loop is None:
