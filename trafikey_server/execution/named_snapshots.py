@@ -47,6 +47,7 @@ class NamedSnapshotsHost(PersistHost, Protocol):
 
     tracking: Tracking
 
+
 # The job core's brand key (server.py writes it at start-up); a restore
 # keeps the server's value of it.
 BRAND_KEY = b"{emq}:version"

@@ -47,6 +47,7 @@ class AclHost(Protocol):
     @property
     def scripting(self) -> Scripting: ...
 
+
 # Valkey's categories, in the order ACL CAT lists them.
 CATEGORIES = (
     "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",

@@ -65,6 +65,7 @@ class MemoryHost(Protocol):
     @property
     def busy_run(self) -> object: ...
 
+
 # used_memory_startup of an empty valkey-server 9.1 (measured): the base
 # every figure starts from, so that limits copied from a Valkey setup mean
 # the same here.

@@ -36,6 +36,7 @@ class NotifyHost(Protocol):
     dbs: list[Db]
     pubsub: PubSub
 
+
 # Valkey's NOTIFY_* bits (server.h).
 KEYSPACE = 1 << 0  # K
 KEYEVENT = 1 << 1  # E

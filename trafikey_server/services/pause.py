@@ -41,6 +41,7 @@ class PauseHost(MemoryLimitHost, Protocol):
     loop: asyncio.AbstractEventLoop | None
     observer: Observer
 
+
 # Commands whose script's flags say whether they write; other commands are
 # held for their write or may_replicate flag (Command.may_replicate).
 _SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", b"fcall_ro"))

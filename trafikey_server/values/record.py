@@ -43,6 +43,7 @@ class ValueHost(Protocol):
     @property
     def config(self) -> Settings: ...
 
+
 # How many elements one command of an AOF rewrite carries (Valkey's
 # AOF_REWRITE_ITEMS_PER_CMD).
 ITEMS_PER_CMD = 64

@@ -74,6 +74,7 @@ class BusyHost(Protocol):
     @property
     def listeners(self) -> Sequence[BusyListener]: ...
 
+
 _READ = 1 << 16
 
 

@@ -74,6 +74,7 @@ class EngineHost(Protocol):
     def count_error(self, msg: bytes) -> None: ...
     def internal_client(self) -> Client: ...
 
+
 PRELUDE = Path(__file__).with_name("prelude.lua")
 
 # Shebang flags, as Valkey names them.
