@@ -694,7 +694,7 @@ def flush_pushes(server: Server) -> None:
             conn.flush()
 
 
-def _addr(info: Any) -> str:
+def _addr(info: object) -> str:
     if not info:
         return ""
     if isinstance(info, tuple):

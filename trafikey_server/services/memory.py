@@ -41,6 +41,7 @@ from .config import register_apply
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
 
     from ..keyspace.db import Db
     from ..util.clock import Clock
@@ -156,7 +157,7 @@ class Memory:
         self.sizes: list[dict[bytes, int]] = []
         self.dirty: list[set[bytes]] = []
         self.sources: list[dict[bytes, Any] | None] = []
-        self._observers: list[Any] = []
+        self._observers: list[Callable[[bytes, bool], None]] = []
         self.total = 0
         self._cache: tuple[int, int, int] = (-1, -1, 0)
         self.evicted_keys = 0
@@ -186,7 +187,7 @@ class Memory:
         for i, db in enumerate(dbs):
             mark = self.dirty[i].add
 
-            def observer(key: bytes, by_client: bool, mark: Any = mark) -> None:
+            def observer(key: bytes, by_client: bool, mark: Callable[[bytes], None] = mark) -> None:
                 mark(key)
 
             self._observers.append(observer)

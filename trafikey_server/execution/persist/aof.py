@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import manifest as mf
 from .effects import Rule, rule_for
@@ -375,7 +375,7 @@ class Aof:
 
     # -- INFO ------------------------------------------------------------------------------
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, int]:
         return {
             "aof_current_size": self.current_size,
             "aof_base_size": self.base_size,

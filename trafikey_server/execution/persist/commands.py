@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...services.config import register_apply
 from ...util.errors import CommandError
@@ -59,7 +59,7 @@ def apply_appendonly(server: PersistHost, value: bool) -> None:
     start_logging(server, aof, fresh)
 
 
-def aof_fields(s: PersistHost) -> list[tuple[str, Any]]:
+def aof_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     """The aof_* lines of INFO persistence, in Valkey's order (the size
     lines follow only when the log is on)."""
     aof = s.aof
@@ -82,7 +82,7 @@ def aof_fields(s: PersistHost) -> list[tuple[str, Any]]:
     ]
 
 
-def aof_size_fields(s: PersistHost) -> list[tuple[str, Any]]:
+def aof_size_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     return [] if s.aof is None else list(s.aof.info().items())
 
 
