@@ -53,6 +53,7 @@ from .values.set import SetValue
 
 if TYPE_CHECKING:
     from .network.connection import Connection
+    from .services.host import Peer
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
@@ -135,7 +136,7 @@ class Server:
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False
-        self.obuf_watch: set[Connection] = set()
+        self.obuf_watch: set[Peer] = set()
         # Connections with pushed frames to write at the end of this turn.
         self.push_queue: list[Connection] = []
         self.rejected_connections = 0

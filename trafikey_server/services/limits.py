@@ -19,20 +19,19 @@ import copy
 import ipaddress
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from .config import register_apply
 from .memory import EVICT_FAIL
 
 if TYPE_CHECKING:
-    from ..network.connection import Connection
     from ..protocol.table import Command, Table
     from ..util.log import Log
     from .acl import Acl
     from .client import Client
     from .config import Config
-    from .host import Scripting, Transport
+    from .host import Peer, Scripting, Transport
     from .memory import Memory
     from .tracking import Tracking
 
@@ -54,17 +53,18 @@ class LimitsHost(MemoryLimitHost, Protocol):
 
     acl: Acl
     clients: dict[int, Client]
-    connections: dict[int, Connection]
     huge_bulk: BulkSearch
     log: Log
     max_bulk: int
     obuf_limited: bool
     obuf_normal: tuple[int, int, int] | None
     obuf_pubsub: tuple[int, int, int] | None
-    obuf_watch: set[Connection]
+    obuf_watch: set[Peer]
     rejected_connections: int
     tracking: Tracking
 
+    @property
+    def connections(self) -> Mapping[int, Peer]: ...
     @property
     def scripting(self) -> Scripting: ...
 
@@ -163,7 +163,7 @@ def obuf_class(server: LimitsHost, c: Client) -> tuple[int, int, int] | None:
     return server.obuf_normal
 
 
-def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | None) -> None:
+def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> None:
     """After a write: what the transport still holds for the client against
     its class's hard limit (closed at once) and soft limit (closed once it
     has stayed over it for more than soft-seconds), as Valkey's

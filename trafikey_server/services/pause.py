@@ -28,9 +28,9 @@ from .limits import MemoryLimitHost, apply_maxmemory
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
-    from ..network.connection import Connection
     from ..protocol.table import Command
     from .client import Client
+    from .host import Peer
     from .observe import Observer
 
 
@@ -53,7 +53,7 @@ class Pause:
         self.end = 0.0  # monotonic seconds; 0 while nothing is paused
         self.all = False
         self.timer: asyncio.TimerHandle | None = None
-        self.waiting: list[Connection] = []
+        self.waiting: list[Peer] = []
         # Whether a script command writes, judged from the script's flags
         # (None: its flags do not say). The scripting engine sits above this
         # layer, so it hands the judgement in when the server is built.
@@ -120,5 +120,5 @@ class Pause:
                 return w
         return cmd.write or cmd.may_replicate
 
-    def hold(self, conn: Connection) -> None:
+    def hold(self, conn: Peer) -> None:
         self.waiting.append(conn)

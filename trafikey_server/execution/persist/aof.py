@@ -33,9 +33,9 @@ from .effects import Rule, rule_for
 from .rewrite import Rewriter, write_snapshot
 
 if TYPE_CHECKING:
-    from ...network.connection import Connection
     from ...protocol.table import Command
     from ...services.client import Client
+    from ...services.host import Peer
     from .host import PersistHost
 
 _MULTI = b"*1\r\n$5\r\nMULTI\r\n"
@@ -60,8 +60,8 @@ class Aof:
         self.buf: list[bytes] = []
         self.selected = -1
         self.scheduled = False
-        self.held: list[tuple[Connection, bytes]] = []
-        self.held_conns: set[Connection] = set()
+        self.held: list[tuple[Peer, bytes]] = []
+        self.held_conns: set[Peer] = set()
         self.rules: dict[bytes, Rule | None] = {}
         # Sizes as INFO reports them.
         self.current_size = 0
@@ -226,7 +226,7 @@ class Aof:
 
     # -- replies held for always -------------------------------------------------------
 
-    def hold(self, conn: Connection, out: list[bytes]) -> bool:
+    def hold(self, conn: Peer, out: list[bytes]) -> bool:
         """Keep a connection's replies until this turn's records are
         written (and fsynced, under ``always``). False when they may go now."""
         if not (self.buf or self.unit or conn in self.held_conns):
