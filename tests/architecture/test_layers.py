@@ -210,21 +210,36 @@ def test_only_entry_points_import_server() -> None:
                      + "\n  ".join(bad))
 
 
-# Below the command handlers, the modules that may name the server even in
-# a type hint: a client carries the whole server up to the handlers. Every
-# other module there types what it uses of the server with a Protocol of
-# its own (services/host.py, execution/persist/host.py, ...), checked by
-# mypy where the server hands itself over.
-SERVER_IN_HINTS = {"services.client"}
+# Below the command handlers a type hint may name a higher layer only as
+# listed here (module pattern, pattern of what it names): a value type's
+# callbacks take the database, the database names its watchers and its
+# notifier, and a client carries the whole server up to the handlers. Any
+# other module there types what it uses of a higher layer with a Protocol
+# of its own (services/host.py, execution/persist/host.py, ...), which mypy
+# checks where the real object is handed over.
+HINTS_UPWARD: tuple[tuple[str, str], ...] = (
+    ("values.*", "keyspace.*"),
+    ("keyspace.*", "services.*"),
+    ("services.client", "server"),
+)
 
 
-def test_below_the_commands_the_server_is_named_in_no_hint() -> None:
+def test_below_the_commands_hints_go_down_the_layers() -> None:
     mods = modules()
     known = set(mods)
-    bad = [f"{_show(name)} ({mods[name].relative_to(PACKAGE.parent)}:{line})"
-           for name, path in mods.items() if (layer_of(name) or 0) < COMMANDS and name not in SERVER_IN_HINTS
-           for mod, line in hint_imports(name, path, known) if mod == "server"]
-    assert not bad, ("server.py named in a type hint below the commands (type what is used with a Protocol):\n  "
+    bad = []
+    for name, path in mods.items():
+        la = layer_of(name)
+        if la is None or la >= COMMANDS:
+            continue
+        for mod, line in hint_imports(name, path, known):
+            lb = layer_of(mod)
+            if lb is None or lb <= la or LAYERS[lb][0] == "entry points":
+                continue
+            if any(fnmatch.fnmatchcase(name, a) and fnmatch.fnmatchcase(mod, b) for a, b in HINTS_UPWARD):
+                continue
+            bad.append(f"{_show(name)} -> {_show(mod)} ({mods[name].relative_to(PACKAGE.parent)}:{line})")
+    assert not bad, ("a type hint below the commands names a higher layer (type what is used with a Protocol):\n  "
                      + "\n  ".join(bad))
 
 
