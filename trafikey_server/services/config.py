@@ -22,7 +22,7 @@ import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ..util.confsyntax import split_args
 from ..util.floats import parse_double
@@ -132,9 +132,9 @@ class Option:
     multi: bool = False  # an enum of flags, several words at once
     synonyms: Mapping[str, str] = field(default_factory=dict)  # enum word -> the name shown
     percent: bool = False  # memory, or a percentage written "N%"
-    check: Callable[[Value], str | None] | None = None  # the refusal reason for a parsed value
+    check: Callable[[Any], str | None] | None = None  # the refusal reason for a parsed value (of the kind)
     parser: Callable[[str, Value | None], Value] | None = None  # special kinds: (text, current) -> value
-    shower: Callable[[Value], str] | None = None
+    shower: Callable[[Any], str] | None = None
 
     def parse(self, text: str, current: Value | None = None) -> Value:
         value = self._parse(text, current)
@@ -224,27 +224,44 @@ class Option:
 # -- the kinds, as table rows ------------------------------------------------------------
 
 
-def B(name: str, default: bool, **kw: Any) -> Option:
+class Extras(TypedDict, total=False):
+    """An option's fields beyond its name, kind and default (Option's)."""
+
+    mutable: bool
+    aliases: Sequence[str]
+    apply: Callable[[SettingsHost, Any], None] | None
+    sensitive: bool
+    protected: bool
+    hidden: bool
+    multi: bool
+    synonyms: Mapping[str, str]
+    percent: bool
+    # the value they take is of the option's kind (bool, int or str)
+    check: Callable[[Any], str | None] | None
+    shower: Callable[[Any], str] | None
+
+
+def B(name: str, default: bool, **kw: Unpack[Extras]) -> Option:
     return Option(name, "bool", default, **kw)
 
 
-def N(name: str, default: int, low: int, high: int, **kw: Any) -> Option:
+def N(name: str, default: int, low: int, high: int, **kw: Unpack[Extras]) -> Option:
     return Option(name, "int", default, low=low, high=high, **kw)
 
 
-def M(name: str, default: int, low: int, high: int, **kw: Any) -> Option:
+def M(name: str, default: int, low: int, high: int, **kw: Unpack[Extras]) -> Option:
     return Option(name, "memory", default, low=low, high=high, **kw)
 
 
-def E(name: str, default: str, choices: Sequence[str], **kw: Any) -> Option:
+def E(name: str, default: str, choices: Sequence[str], **kw: Unpack[Extras]) -> Option:
     return Option(name, "enum", default, choices=choices, **kw)
 
 
-def S(name: str, default: str, **kw: Any) -> Option:
+def S(name: str, default: str, **kw: Unpack[Extras]) -> Option:
     return Option(name, "string", default, **kw)
 
 
-def X(name: str, default: Value, parser: Callable[[str, Value | None], Value], **kw: Any) -> Option:
+def X(name: str, default: Value, parser: Callable[[str, Value | None], Value], **kw: Unpack[Extras]) -> Option:
     return Option(name, "special", default, parser=parser, **kw)
 
 
