@@ -11,9 +11,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import urllib.parse
-import urllib.request
 import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,40 +36,54 @@ def log(msg: str) -> None:
 
 # ---- fetching and installing -------------------------------------------------
 
+def pip_download(lib: Library, dest: Path) -> list[str]:
+    """The command that downloads the library's pinned sdist into dest: pip
+    itself, so the user's pip configuration (index, mirror, proxy,
+    certificates) applies and pip checks the file against the index's hash,
+    as for any install. A file pip finds already in dest is checked, not
+    downloaded again."""
+    return [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+            "--disable-pip-version-check", "-q", f"{lib.dist}=={lib.version}", "-d", str(dest)]
+
+
+def unpack_sdist(archive: Path, into: Path) -> Path:
+    """Unpack an sdist (.tar.gz or, for old ones, .zip) into the empty
+    directory into; the one directory at its top."""
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(into)
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(into, filter="data")
+    tops = list(into.iterdir())
+    if len(tops) != 1 or not tops[0].is_dir():
+        raise RuntimeError(f"{archive.name}: not one top directory but {sorted(t.name for t in tops)}")
+    return tops[0]
+
+
 def fetch_sdist(lib: Library, cache: Path) -> Path:
-    """The unpacked sdist of the pinned version, checked against PyPI's
-    sha256; fetched once per cache."""
+    """The unpacked sdist of the pinned version, downloaded by pip
+    (pip_download) into cache/sdists/<dist>-<version>/; fetched and unpacked
+    once per cache."""
     src = cache / "src" / f"{lib.dist}-{lib.version}"
     if (src / ".complete").exists():
         return src
-    index = os.environ.get("TRAFIKEY_COMPAT_PYPI", "https://pypi.org/pypi/")
-    meta_url = urllib.parse.urljoin(index, f"{lib.dist}/json")
-    with urllib.request.urlopen(meta_url, timeout=60) as r:
-        meta = json.load(r)
-    sdists = [u for u in meta["releases"].get(lib.version, []) if u["packagetype"] == "sdist"]
-    if not sdists:
-        raise RuntimeError(f"{lib.dist} {lib.version} has no source distribution on PyPI")
-    url = sdists[0]
-    archive = cache / "sdists" / url["filename"]
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    if not archive.exists() or hashlib.sha256(archive.read_bytes()).hexdigest() != url["digests"]["sha256"]:
-        link = urllib.parse.urljoin(meta_url, url["url"])
-        log(f"[{lib.name}] downloading {link}")
-        with urllib.request.urlopen(link, timeout=120) as r:
-            data = r.read()
-        if hashlib.sha256(data).hexdigest() != url["digests"]["sha256"]:
-            raise RuntimeError(f"{url['filename']}: sha256 differs from PyPI's")
-        archive.write_bytes(data)
+    dest = cache / "sdists" / f"{lib.dist}-{lib.version}"
+    dest.mkdir(parents=True, exist_ok=True)
+    log(f"[{lib.name}] pip download {lib.dist}=={lib.version} (source distribution)")
+    subprocess.run(pip_download(lib, dest), check=True)
+    archives = [f for f in dest.iterdir() if f.is_file()]
+    if len(archives) != 1:
+        raise RuntimeError(f"{dest}: expected the one sdist of {lib.dist} {lib.version}, "
+                           f"found {sorted(f.name for f in archives)}")
+    (archive,) = archives
     if src.exists():
         shutil.rmtree(src)
-    tmp = Path(tempfile.mkdtemp(dir=cache / "sdists"))
-    with tarfile.open(archive) as tf:
-        tf.extractall(tmp, filter="data")
-    (top,) = list(tmp.iterdir())
     src.parent.mkdir(parents=True, exist_ok=True)
-    top.rename(src)
+    tmp = Path(tempfile.mkdtemp(dir=src.parent))
+    unpack_sdist(archive, tmp).rename(src)
     tmp.rmdir()
-    (src / ".complete").write_text(url["filename"])
+    (src / ".complete").write_text(archive.name)
     return src
 
 

@@ -1,7 +1,9 @@
 """Capture the metadata of the commands we serve from a live valkey-server.
 
-The command table (trafikey_server/commands/table.json) is data, as Valkey's
-own src/commands/*.json is. Its Valkey-defined facts (arity, flags, ACL
+The command table (trafikey_server/commands/rows/) is data, as Valkey's own
+src/commands/*.json is: one JSON file per command and per subcommand, and
+rows/order.txt listing the top-level commands in table order. Its
+Valkey-defined facts (arity, flags, ACL
 categories, key specs, tips, docs) must be exactly what Valkey 9.1 answers to
 COMMAND INFO / COMMAND DOCS, so they are read from a running server instead of
 being typed in. The handler and capability-token fields are ours and are kept
@@ -10,6 +12,9 @@ as they are when an entry is refreshed.
 Usage: python tools/capture_command_table.py PORT NAME[|SUB,SUB...] ...
 An entry like ``client|id,setname`` captures CLIENT with only those
 subcommands; ``client`` alone captures CLIENT with no subcommands.
+
+A command not in the table yet is added at its end. The tool writes every
+row back, so the files stay in the one format it writes.
 
 Subcommands are kept in the order Valkey lists them, whatever the order
 they are named in: COMMAND INFO and DOCS list a container's subcommands in
@@ -31,7 +36,17 @@ from typing import Any
 
 import hiredis
 
-TABLE = Path(__file__).resolve().parent.parent / "trafikey_server" / "commands" / "table.json"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from trafikey_server.protocol.table import ORDER_FILE, ROWS_DIR, load_rows, row_file  # noqa: E402
+
+ORDER_HEAD = """\
+# The top-level commands in table order: COMMAND replies, the README's table
+# and EMQ.VERSION follow it. Each has its row in <name>.json beside this file;
+# a container's row names its subcommands, in order, each in <name>-<sub>.json.
+# Written by tools/capture_command_table.py.
+"""
 
 
 def _text(v: Any) -> Any:
@@ -104,10 +119,39 @@ def capture(r: Raw, name: str, subs: list[str] | None, old: dict[str, Any]) -> d
     return row
 
 
+def _dump(row: dict[str, Any]) -> str:
+    return json.dumps(row, indent=1) + "\n"
+
+
+def write_rows(rows: list[dict[str, Any]], rows_dir: Path = ROWS_DIR) -> None:
+    """Write the table as its files: a row per command and per subcommand, a
+    container's row naming its subcommands, and the order of the top-level
+    rows. A row file no row is written to is removed, so the directory holds
+    the table and nothing else."""
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[Path, str] = {}
+    for row in rows:
+        subs = row.get("subcommands")
+        if subs is not None:
+            for sub in subs:
+                files[row_file(sub["name"], rows_dir)] = _dump(sub)
+            row = {k: ([s["name"] for s in subs] if k == "subcommands" else v) for k, v in row.items()}
+        files[row_file(row["name"], rows_dir)] = _dump(row)
+    if len(files) != len(rows) + sum(len(r.get("subcommands", [])) for r in rows):
+        raise SystemExit("two rows would share a file")
+    for path in rows_dir.glob("*.json"):
+        if path not in files:
+            path.unlink()
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    (rows_dir / ORDER_FILE).write_text(ORDER_HEAD + "".join(row["name"] + "\n" for row in rows))
+
+
 def main() -> None:
     port = int(sys.argv[1])
     r = Raw(port)
-    table = json.loads(TABLE.read_text()) if TABLE.exists() else []
+    table = load_rows() if (ROWS_DIR / ORDER_FILE).exists() else []
     by_name = {row["name"]: i for i, row in enumerate(table)}
     for arg in sys.argv[2:]:
         name, _, sub = arg.partition("|")
@@ -119,7 +163,7 @@ def main() -> None:
         else:
             by_name[name] = len(table)
             table.append(row)
-    TABLE.write_text(json.dumps(table, indent=1) + "\n")
+    write_rows(table)
 
 
 if __name__ == "__main__":

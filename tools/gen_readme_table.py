@@ -1,7 +1,7 @@
 """Rewrite the command table in README.md from the registration table.
 
 The README's list of supported commands is derived, never hand-kept: this
-script renders it from ``trafikey_server/commands/table.json`` between the
+script renders it from ``trafikey_server/commands/rows/`` between the
 ``<!-- commands:begin -->`` and ``<!-- commands:end -->`` markers, and a test
 fails when the README and the table disagree. Run it after changing the table.
 """

@@ -46,7 +46,7 @@ from .util.clock import Clock
 from .util.log import Log
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from .values import registry as valuetypes
-from .values.set_type import SetValue
+from .values.set import SetValue
 
 if TYPE_CHECKING:
     from .network.connection import Connection

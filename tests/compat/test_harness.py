@@ -1,7 +1,8 @@
 """The library harness's own bookkeeping (python3 -m compat): how it reads
 pytest's JUnit XML, counts reruns, and reads the list of tests that fail for
-a library's own reason. Running the suites themselves needs PyPI and minutes
-per library, so it is a command of its own, not part of this suite."""
+a library's own reason. Running the suites themselves needs a package index
+(pip downloads the sdists) and minutes per library, so it is a command of its
+own, not part of this suite."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import os
 import socket
 import subprocess
 import sys
+import tarfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from helpers.servers import ROOT, free_port
 
 from compat.__main__ import known_failures, parse_known
 from compat.libraries import LIBRARIES, Library
-from compat.runner import SHIMS, Outcomes, lay_overlay, parse_junit
+from compat.runner import SHIMS, Outcomes, fetch_sdist, lay_overlay, parse_junit, unpack_sdist
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -113,6 +116,84 @@ def test_the_overlay_never_replaces_a_file_the_sdist_ships(tmp_path: Path, monke
     with pytest.raises(RuntimeError, match=r"the sdist ships tests/test_a\.py"):
         lay_overlay(lib, src)
     assert (src / "tests" / "test_a.py").read_text() == "from tests.helpers import x\n"
+
+
+# An sdist pip can download with no network: its build backend is in the
+# archive and needs nothing installed (pip download prepares its metadata).
+TINY_BACKEND = """\
+import os
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    info = os.path.join(metadata_directory, "tinylib-1.0.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: tinylib\\nVersion: 1.0\\n")
+    return "tinylib-1.0.dist-info"
+"""
+
+
+def _tiny_index(tmp_path: Path) -> Path:
+    top = tmp_path / "build" / "tinylib-1.0"
+    (top / "tests").mkdir(parents=True)
+    (top / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "tiny_backend"\nbackend-path = ["."]\n')
+    (top / "tiny_backend.py").write_text(TINY_BACKEND)
+    (top / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: tinylib\nVersion: 1.0\n")
+    (top / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    index = tmp_path / "index"
+    index.mkdir()
+    with tarfile.open(index / "tinylib-1.0.tar.gz", "w:gz") as tf:
+        tf.add(top, arcname="tinylib-1.0")
+    return index
+
+
+def test_the_sdist_is_downloaded_by_pip_with_the_users_configuration(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch_sdist downloads through pip, so where pip is told to look (here
+    no index and a local directory, as a mirror would be configured) is
+    where the sdist comes from; once unpacked, it is not fetched again."""
+    index = _tiny_index(tmp_path)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    lib = Library(name="tiny", dist="tinylib", version="1.0", requirements=(), paths=("tests",))
+    cache = tmp_path / "cache"
+    src = fetch_sdist(lib, cache)
+    assert src == cache / "src" / "tinylib-1.0"
+    assert (src / "tests" / "test_x.py").read_text() == "def test_x():\n    pass\n"
+    assert (src / ".complete").read_text() == "tinylib-1.0.tar.gz"
+    assert [f.name for f in (cache / "sdists" / "tinylib-1.0").iterdir()] == ["tinylib-1.0.tar.gz"]
+    # the mirror gone: the unpacked copy is used, pip is not asked
+    (index / "tinylib-1.0.tar.gz").unlink()
+    assert fetch_sdist(lib, cache) == src
+    # nor is a version the mirror does not hold invented
+    with pytest.raises(subprocess.CalledProcessError):
+        fetch_sdist(Library(name="tiny", dist="tinylib", version="2.0", requirements=(), paths=()), cache)
+
+
+def test_the_harness_names_no_package_index() -> None:
+    """Where sdists come from is pip's configuration, the user's: no index
+    address, nor a fetch of its own, in the harness."""
+    for path in (ROOT / "compat").glob("*.py"):
+        text = path.read_text()
+        assert "pypi.org" not in text and "urllib" not in text, path.name
+
+
+def test_an_old_zip_sdist_unpacks_too(tmp_path: Path) -> None:
+    archive = tmp_path / "old-0.1.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("old-0.1/tests/test_a.py", "pass\n")
+    (tmp_path / "out").mkdir()
+    top = unpack_sdist(archive, tmp_path / "out")
+    assert top == tmp_path / "out" / "old-0.1"
+    assert (top / "tests" / "test_a.py").read_text() == "pass\n"
 
 
 def test_every_overlay_and_shim_named_by_a_library_exists() -> None:

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
+import pkgutil
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
+from capture_command_table import write_rows  # noqa: E402
 from gen_readme_table import updated  # noqa: E402
 
-from trafikey_server.protocol.table import Table, default_table, load_rows  # noqa: E402
+import trafikey_server.commands  # noqa: E402
+from trafikey_server.protocol.table import (  # noqa: E402
+    ORDER_FILE,
+    ROWS_DIR,
+    Table,
+    default_table,
+    load_rows,
+    row_file,
+)
 
 
 def test_readme_lists_the_table() -> None:
@@ -21,6 +36,88 @@ def test_readme_lists_the_table() -> None:
 def test_every_row_has_a_handler() -> None:
     missing = [c.name for c in default_table().everything() if not c.implemented and not c.subcommands]
     assert missing == []
+
+
+def test_every_handler_a_row_names_exists() -> None:
+    """A container's handler never runs (dispatch always picks a subcommand),
+    so one naming nothing would go unnoticed: any handler a row names must be
+    a function, renamed or moved modules included."""
+    dangling = [(c.name, c.row["handler"]) for c in default_table().everything()
+                if c.row.get("handler") and not c.implemented]
+    assert dangling == []
+
+
+# Public functions of commands/ shaped like a handler, (c, argv), that are
+# helpers other code calls, not commands.
+NOT_HANDLERS = {
+    "trafikey_server.commands.client.info_line",  # the client line of an ACL LOG entry
+    "trafikey_server.commands.stream.xinfo_stream_of",  # the stream the XINFO subcommands read
+}
+
+
+def test_every_handler_function_is_named_by_a_row() -> None:
+    """A public (c, argv) function in commands/ that no row names is a
+    handler left behind (a row pointed elsewhere, a command never listed) or
+    a helper to list above."""
+    named = {c.handler for c in default_table().everything() if c.implemented}
+    pkg = trafikey_server.commands
+    unnamed = []
+    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        mod = importlib.import_module(info.name)
+        for name, f in vars(mod).items():
+            if (inspect.isfunction(f) and f.__module__ == mod.__name__ and not name.startswith("_")
+                    and list(inspect.signature(f).parameters) == ["c", "argv"] and f not in named):
+                unnamed.append(f"{mod.__name__}.{name}")
+    assert sorted(unnamed) == sorted(NOT_HANDLERS)
+
+
+def _reached(rows: list[dict]) -> list[str]:
+    return [n for r in rows for n in (r["name"], *(s["name"] for s in r.get("subcommands", [])))]
+
+
+def test_each_row_file_holds_its_command_and_is_in_the_table() -> None:
+    """rows/ holds one file per command and subcommand, named after it
+    (``client|setname`` in ``client-setname.json``), and nothing the table
+    does not reach: a file left out of order.txt or of its container's list
+    would otherwise be silently not served."""
+    names = _reached(load_rows())
+    assert len(names) == len(set(names))
+    files = {p.name: json.loads(p.read_text())["name"] for p in ROWS_DIR.glob("*.json")}
+    assert {f: n for f, n in files.items() if row_file(n).name != f} == {}
+    assert sorted(files.values()) == sorted(names)
+
+
+def test_the_row_files_are_as_the_capture_tool_writes_them(tmp_path: Path) -> None:
+    """Written back by tools/capture_command_table.py, the table is the same
+    files byte for byte, and reads back as the same rows in the same order."""
+    write_rows(load_rows(), tmp_path)
+    ours = {p.name: p.read_bytes() for p in ROWS_DIR.iterdir() if p.is_file()}
+    written = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(written) == sorted(ours)
+    assert [n for n in ours if ours[n] != written[n]] == []
+    assert load_rows(tmp_path) == load_rows()
+
+
+def test_a_misnamed_row_file_is_refused(tmp_path: Path) -> None:
+    rows = load_rows()
+    write_rows(rows, tmp_path)
+    (tmp_path / "ping.json").write_text(json.dumps({**rows[0], "name": "pong"}))
+    with pytest.raises(ValueError, match=r"ping\.json holds the row of 'pong'"):
+        load_rows(tmp_path)
+
+
+def test_writing_the_table_keeps_its_order_and_drops_removed_rows(tmp_path: Path) -> None:
+    rows = load_rows()
+    write_rows(rows, tmp_path)
+    client = next(r for r in rows if r["name"] == "client")
+    kept = [r for r in rows if r["name"] not in ("echo", "client")][::-1]
+    fewer = [*kept, {**client, "subcommands": client["subcommands"][:2]}]
+    write_rows(fewer, tmp_path)
+    assert load_rows(tmp_path) == fewer
+    assert not (tmp_path / "echo.json").exists()
+    assert not (tmp_path / "client-getname.json").exists()
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(row_file(n).name for n in _reached(fewer))
+    assert (tmp_path / ORDER_FILE).read_text().splitlines()[-1] == "client"
 
 
 def test_a_table_without_a_row_does_not_serve_it() -> None:

@@ -11,7 +11,7 @@ from trafikey_server.execution.dispatch import execute
 from trafikey_server.server import Server
 from trafikey_server.services.client import Client
 from trafikey_server.services.config import parse_args
-from trafikey_server.values.list_type import lp_bytes
+from trafikey_server.values.list import lp_bytes
 
 
 def test_the_kept_listpack_size_follows_every_write() -> None:

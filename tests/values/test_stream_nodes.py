@@ -17,8 +17,7 @@ import redis
 from helpers.servers import start_valkey
 
 from trafikey_server.protocol.rdbformat import Reader
-from trafikey_server.values.stream import MAX_ID, Consumer, Group, Nack, Stream, fmt_id, make_id
-from trafikey_server.values.stream_type import STREAM
+from trafikey_server.values.stream import MAX_ID, STREAM, Consumer, Group, Nack, Stream, fmt_id, make_id
 
 LIMITS = [(4096, 100), (200, 5), (0, 7), (100, 0), (1, 1), (0, 300), (20000, 0)]
 

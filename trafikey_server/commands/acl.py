@@ -1,5 +1,5 @@
 """ACL subcommands: SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT,
-DRYRUN, GENPASS, LOG, LOAD, SAVE, HELP. The model lives in ``trafikey_server.acl``;
+DRYRUN, GENPASS, LOG, LOAD, SAVE, HELP. The model lives in ``services/acl.py``;
 these only read arguments and shape replies as Valkey does."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ..util.parsing import to_int
 from ..util.rand import rng
 from ..util.versions import VALKEY_VERSION
 from .connection import lua_module
-from .server import local_client
+from .control import local_client
 
 if TYPE_CHECKING:
     from ..services.client import Client

@@ -1,6 +1,6 @@
 """HyperLogLog commands, as Valkey's hyperloglog.c answers them.
 
-An HLL is a string holding Valkey's bytes (``values/hll.py``). A command
+An HLL is a string holding Valkey's bytes (``values/hyperloglog.py``). A command
 that edits one first makes the stored value a ``bytearray`` (Valkey edits a
 raw copy: dbUnshareStringValue), then edits it in place.
 
@@ -20,8 +20,8 @@ from ..execution.persist.aof import propagate
 from ..protocol.args import error_text, word
 from ..protocol.resp import OK, ONE, ZERO, bulk, integer
 from ..util.errors import CommandError, wrongtype
-from ..values import hll
-from ..values.hll import DENSE, REGISTERS, SPARSE
+from ..values import hyperloglog as hll
+from ..values.hyperloglog import DENSE, REGISTERS, SPARSE
 
 if TYPE_CHECKING:
     from ..services.client import Client

@@ -48,7 +48,7 @@ from ..util.rand import rng
 from ..values.registry import BY_NAME, of, type_name
 from ..values.string import before_expire, carry_float_int, rekeyed
 from .hash import parse_cursor
-from .strings import option
+from .string import option
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db

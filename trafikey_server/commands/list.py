@@ -3,7 +3,7 @@ LMPOP and the blocking pops.
 
 The rules, the order in which arguments are checked (it decides which error
 a bad request gets), the keyspace events and the replies are Valkey 9's
-``t_list.c``. A list is a ``List`` (``values/list_type.py``); its encoding
+``t_list.c``. A list is a ``List`` (``values/list.py``); its encoding
 moves to quicklist before a write would pass ``list-max-listpack-size`` and
 back after a removal leaves it at half of it, as Valkey's
 listTypeTryConversion does.
@@ -24,7 +24,7 @@ from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, array_header, bulk, bulks, in
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, syntax, wrong_args, wrongtype
 from ..util.parsing import index_span, parse_int, to_int
-from ..values.list_type import List, entry_size, grow, shrink
+from ..values.list import List, entry_size, grow, shrink
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db

@@ -1,6 +1,6 @@
 """Set commands, as Valkey's t_set.c answers them.
 
-Members and encodings live in ``values/set_type.py``. Replies list members
+Members and encodings live in ``values/set.py``. Replies list members
 in the order the set's encoding gives (numeric for an intset, insertion for
 a listpack); a hashtable's order is Valkey's hash table's and cannot match.
 A result built by SUNION/SDIFF/SINTER is a new set started as an intset and
@@ -17,7 +17,7 @@ from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk_run, bulk
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.parsing import to_int
 from ..util.rand import rng
-from ..values.set_type import (
+from ..values.set import (
     HASHTABLE,
     INTSET,
     LISTPACK,

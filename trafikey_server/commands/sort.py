@@ -38,8 +38,8 @@ from ..util.parsing import to_int
 from ..util.pqsort import pqsort
 from ..util.slots import keyslot, pattern_slot
 from ..values.hash import Hash
-from ..values.list_type import List, loaded
-from ..values.set_type import SetValue
+from ..values.list import List, loaded
+from ..values.set import SetValue
 from ..values.zset import ZSet
 
 if TYPE_CHECKING:

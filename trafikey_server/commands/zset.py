@@ -22,7 +22,7 @@ from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
 from ..util.parsing import index_span, parse_int, to_int
 from ..util.rand import rng
-from ..values.set_type import SetValue
+from ..values.set import SetValue
 from ..values.zset import LEX_MAX, LEX_MIN, LEX_STR, Index, LexBound, ZSet
 from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher, random_count_args
 

@@ -309,6 +309,43 @@ class Db:
         if self.signalled:
             self._signal(key)
 
+    # -- a write's side effects, in one call each ---------------------------
+
+    def notify(self, event: bytes, key: bytes) -> None:
+        """Valkey's notifyKeyspaceEvent: ``event`` for key, published if the
+        configured classes take it. Free but for the call while
+        notifications are off."""
+        events = self.events
+        if events is not None:
+            events.emit(self, event, key)
+
+    def modified(self, key: bytes, event: bytes) -> None:
+        """A command changed the value under key in place: Valkey's
+        signalModifiedKey, then its event."""
+        if self.signalled:
+            self._signal(key)
+        events = self.events
+        if events is not None:
+            events.emit(self, event, key)
+
+    def members_removed(self, key: bytes, value: object, event: bytes) -> bool:
+        """Members left the value under key (ZREM, SREM, HDEL, the pops ...):
+        the change is signalled and ``event`` raised; a value left empty is
+        deleted and ``del`` raised after it, as Valkey's commands do. True
+        when the key went."""
+        events = self.events
+        if value:
+            if self.signalled:
+                self._signal(key)
+            if events is not None:
+                events.emit(self, event, key)
+            return False
+        self.delete(key)
+        if events is not None:
+            events.emit(self, event, key)
+            events.emit(self, b"del", key)
+        return True
+
     def set_expire(self, key: bytes, when_ms: int) -> None:
         self.expires[key] = when_ms
         heapq.heappush(self._heap, (when_ms, key))

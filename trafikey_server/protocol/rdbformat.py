@@ -1,8 +1,8 @@
 """The RDB format's encodings of values: lengths, strings (integer and LZF
 forms), doubles, listpacks and ziplists, and the type bytes.
 
-Each value type's module (``strtype``, ``hashtype``, ``zsettype``) writes and
-reads its own values with these; ``persist/rdb.py`` frames the file around
+Each value type's module in ``values/`` (``string``, ``hash``, ``zset``, ...)
+writes and reads its own values with these; ``persist/rdb.py`` frames the file around
 them (header, aux fields, databases, expiry, checksum).
 """
 

@@ -1,11 +1,15 @@
 """The command table: the one source of every command's facts.
 
-``commands/table.json`` lists every command the server serves, in order, as
-data: name, arity, flags, key positions and specs, ACL categories, docs, the
-handler that runs it (``family.function`` under ``trafikey_server.commands``)
-and, for the job core, its capability tokens. Dispatch, arity checks, COMMAND
-replies, key extraction and EMQ.VERSION are all derived from a ``Table``
-built from those rows; nothing else keeps a list of commands.
+``commands/rows/`` holds every command the server serves as data, one JSON
+file per command and per subcommand, as Valkey keeps ``src/commands/*.json``:
+``get.json``, ``client.json``, ``client-setname.json``. A row gives the name,
+arity, flags, key positions and specs, ACL categories, docs, the handler that
+runs it (``family.function`` under ``trafikey_server.commands``) and, for the
+job core, its capability tokens; a container's row names its subcommands, in
+order. ``rows/order.txt`` lists the top-level commands in table order, the
+order COMMAND replies, the README's table and EMQ.VERSION follow. Dispatch,
+arity checks, COMMAND replies, key extraction and EMQ.VERSION are all derived
+from a ``Table`` built from those rows; nothing else keeps a list of commands.
 
 A ``Table`` can be built from any sequence of rows, so a test can serve a
 table with a row left out and watch everything derived from it follow.
@@ -22,7 +26,8 @@ from typing import Any
 
 from ..util.errors import CommandError
 
-TABLE_PATH = Path(__file__).resolve().parents[1] / "commands" / "table.json"
+ROWS_DIR = Path(__file__).resolve().parents[1] / "commands" / "rows"
+ORDER_FILE = "order.txt"
 
 Handler = Callable[[Any, list[bytes]], bytes]
 
@@ -180,9 +185,32 @@ class Table:
             yield from cmd.all_commands()
 
 
-def load_rows(path: Path = TABLE_PATH) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(path.read_text())
-    return rows
+def row_file(name: str, rows_dir: Path = ROWS_DIR) -> Path:
+    """The file of a command's row: ``client|setname`` is ``client-setname.json``."""
+    return rows_dir / (name.replace("|", "-") + ".json")
+
+
+def table_order(rows_dir: Path = ROWS_DIR) -> list[str]:
+    """The top-level commands in table order, as ``order.txt`` lists them
+    (one a line; blank lines and ``#`` comments aside)."""
+    lines = (line.strip() for line in (rows_dir / ORDER_FILE).read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def load_row(name: str, rows_dir: Path = ROWS_DIR) -> dict[str, Any]:
+    """One command's row, its subcommands' rows in place of their names."""
+    path = row_file(name, rows_dir)
+    row: dict[str, Any] = json.loads(path.read_text())
+    if row.get("name") != name:
+        raise ValueError(f"{path.name} holds the row of {row.get('name')!r}, not of {name!r}")
+    if "subcommands" in row:
+        row["subcommands"] = [load_row(sub, rows_dir) for sub in row["subcommands"]]
+    return row
+
+
+def load_rows(rows_dir: Path = ROWS_DIR) -> list[dict[str, Any]]:
+    """Every row, in table order."""
+    return [load_row(name, rows_dir) for name in table_order(rows_dir)]
 
 
 _DEFAULT: Table | None = None

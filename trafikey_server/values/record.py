@@ -1,7 +1,7 @@
 """What the server must know of a value type, as one record.
 
 A value type (string, hash, sorted set, ...) is one ``ValueType``, defined in
-the type's own module and listed in the registry (``valuetypes.py``).
+the type's own module and listed in the registry (``registry.py``).
 Everything that treats values by their type without being a command of that
 type (TYPE, SCAN TYPE, COPY, named snapshots, OBJECT ENCODING, MEMORY USAGE, DEBUG DIGEST,
 the RDB file, the AOF rewrite, the listpack thresholds) asks the registry

@@ -1,4 +1,4 @@
-"""The registry of value types: one ``ValueType`` (``valuetype.py``) per type,
+"""The registry of value types: one ``ValueType`` (``record.py``) per type,
 found by the Python class of a value (``type(v)``), by TYPE's name, or by an
 RDB type byte.
 
@@ -14,13 +14,13 @@ a lookup here is for the paths that see every type.
 
 from __future__ import annotations
 
-from .hash_type import HASH
-from .list_type import LIST
+from .hash import HASH
+from .list import LIST
 from .record import ValueType
-from .set_type import SET
-from .stream_type import STREAM
+from .set import SET
+from .stream import STREAM
 from .string import STRING
-from .zset_type import ZSET
+from .zset import ZSET
 
 TYPES: tuple[ValueType, ...] = (STRING, LIST, HASH, ZSET, SET, STREAM)
 

@@ -168,7 +168,7 @@ def _add(db: Db, key: bytes, v: bytes | bytearray) -> None:
         forget_float_int(db, key)
 
 
-# -- the type's record (valuetypes.py) --------------------------------------------------
+# -- the type's record (record.py) ------------------------------------------------------
 
 
 def _copy(v: bytes | bytearray) -> bytes | bytearray:

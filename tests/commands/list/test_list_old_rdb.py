@@ -10,7 +10,7 @@ from __future__ import annotations
 from trafikey_server.protocol.rdbformat import T_LIST_QUICKLIST, T_LIST_ZIPLIST, Reader, encode_len, encode_string
 from trafikey_server.server import Server
 from trafikey_server.services.config import parse_args
-from trafikey_server.values.list_type import LIST
+from trafikey_server.values.list import LIST
 
 
 def ziplist(entries: list[bytes]) -> bytes:

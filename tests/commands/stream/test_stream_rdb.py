@@ -23,8 +23,7 @@ from helpers.servers import start_trafikey, start_valkey
 
 from trafikey_server.protocol.rdbformat import RdbError, Reader, encode_len, encode_string
 from trafikey_server.util.crc64 import crc64
-from trafikey_server.values.stream import Stream, fmt_id
-from trafikey_server.values.stream_type import STREAM, T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2
+from trafikey_server.values.stream import STREAM, T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, Stream, fmt_id
 
 KEYS = (b"s", b"wide", b"tomb", b"empty", b"counted")
 _U64 = (1 << 64) - 1

@@ -5,6 +5,6 @@ plan through which every write is made); ``admit`` (ENQUEUE, SCHEDULE),
 ``claim``, ``lease`` (EXTEND, EXTENDS), ``settle`` (COMPLETE, FAIL),
 ``move`` (DELAY, REQUEUE, RESCHEDULE, REPROCESS), ``sweep`` (PROMOTE,
 STALLED.CHECK) and ``version`` hold the verbs. Each verb is a handler
-registered in ``commands/table.json`` like any other command. See
+registered in the command table like any other command. See
 docs/job-core.md for the contract they keep.
 """

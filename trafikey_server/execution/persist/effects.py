@@ -303,7 +303,7 @@ RULES: dict[bytes, Rule] = {
     b"hincrby": _hincrby,
     b"hincrbyfloat": _hincrbyfloat,
     # Hash-field expiry logs itself: relative times as absolute, times
-    # already past as HDEL of the fields they deleted (commands/hash_expiry.py).
+    # already past as HDEL of the fields they deleted (commands/hash.py).
     b"hsetex": _nothing,
     b"hgetex": _nothing,
     b"hgetdel": _nothing,

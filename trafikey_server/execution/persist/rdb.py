@@ -12,7 +12,7 @@ SELECTDB / RESIZEDB and the usual aux fields, closed by the CRC-64 of the
 whole file. The reader decides each value's encoding the way Valkey does
 while loading, so OBJECT ENCODING answers alike after a restart. A value's
 own bytes are its type's business (``ValueType.rdb_save`` / ``rdb_load``,
-found in ``valuetypes.py``); this module frames the file around them.
+found in ``values/registry.py``); this module frames the file around them.
 
 The loader reads what this server writes and what Valkey 9 writes for the
 types served here: LZF-compressed and integer strings, listpack and ziplist
