@@ -21,8 +21,8 @@ from typing import Any
 
 import hiredis
 import pytest
+from helpers.fake_transport import FakeTransport
 from helpers.resp_wire import encode
-from helpers.transport import Transport
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +72,7 @@ def stats(server: Server) -> dict[bytes, tuple[int, int, int]]:
 def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool, dict[Any, Any]]:
     before = stats(server)
     conn = kind(server)
-    t = Transport()
+    t = FakeTransport()
     conn.connection_made(t)
     for data in reads:
         if t.closed:

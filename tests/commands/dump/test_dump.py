@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from helpers.resp_wire import Wire
+from helpers.pair import Pair, fresh
 from helpers.servers import Proc, own_pair
 
 from trafikey_server.util.crc64 import crc64
@@ -72,23 +72,10 @@ def _debug_pair() -> Iterator[tuple[Proc, Proc]]:
 debug_pair = pytest.fixture(scope="module")(_debug_pair)
 
 
-class Two:
+class Two(Pair):
     def __init__(self, servers: tuple[Proc, Proc], proto: int) -> None:
         self.ports = (servers[0].port, servers[1].port)
-        self.v, self.t = Wire(servers[0].port), Wire(servers[1].port)
-        for w in (self.v, self.t):
-            assert w.call("FLUSHALL") == b"+OK\r\n"
-            if proto == 3:
-                w.call("HELLO", "3")
-
-    def check(self, *args: object) -> bytes:
-        v, t = self.v.call(*args), self.t.call(*args)
-        assert t == v, f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
-        return v
-
-    def close(self) -> None:
-        self.v.close()
-        self.t.close()
+        super().__init__(fresh(servers[0].port, proto), fresh(servers[1].port, proto))
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])

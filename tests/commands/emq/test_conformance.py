@@ -48,6 +48,7 @@ from typing import Any
 
 import pytest
 from helpers.emq_model import SHAPES, resp2
+from helpers.replies import arr, bulk, ids, num
 from helpers.servers import Proc
 from helpers.twins import IGNORED_FIELDS, T0, At, Executor, H, S, Z, native, row, trafikey_lua, valkey_lua
 from hypothesis import HealthCheck, Phase, given, settings
@@ -120,22 +121,6 @@ def x(request: pytest.FixtureRequest) -> Iterator[Executor]:
     ex = make_executor(request.param, request)
     yield ex
     ex.close()
-
-
-def bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
-
-
-def arr(*items: bytes) -> bytes:
-    return b"*%d\r\n" % len(items) + b"".join(items)
-
-
-def num(n: int) -> bytes:
-    return b":%d\r\n" % n
-
-
-def ids(*jobs: bytes) -> bytes:
-    return arr(*(bulk(j) for j in jobs))
 
 
 ONE, NIL, EMPTY = num(1), b"$-1\r\n", b"*0\r\n"

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import redis
+from helpers.replies import arr, bulk, ids, num
 from helpers.servers import Proc
 from helpers.twins import T0, Executor, H, S, Z, native, row, valkey_lua
 
@@ -49,22 +50,6 @@ def raised(reply: bytes, text: bytes) -> bool:
     """An error that a Valkey command raised inside a script: its own text,
     then Valkey's note of where in the script it happened."""
     return reply.startswith(b"-" + text + b" script: ") and reply.endswith(b"\r\n")
-
-
-def bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(b), b)
-
-
-def arr(*items: bytes) -> bytes:
-    return b"*%d\r\n" % len(items) + b"".join(items)
-
-
-def num(n: int) -> bytes:
-    return b":%d\r\n" % n
-
-
-def ids(*jobs: bytes) -> bytes:
-    return arr(*(bulk(j) for j in jobs))
 
 
 ONE = num(1)

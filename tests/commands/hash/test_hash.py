@@ -8,6 +8,7 @@ there we compare contents. HRANDFIELD picks are random: properties only.
 from __future__ import annotations
 
 import pytest
+from helpers.replies import bulk_items
 from helpers.script import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,19 +33,6 @@ def hfill(pair, key: str, n: int, field=lambda i: "f%04d" % i, value=lambda i: "
     for i in range(n):
         args += [field(i), value(i)]
     pair.check("HSET", key, *args)
-
-
-def bulk_items(reply: bytes) -> list[bytes]:
-    out = []
-    lines = reply.split(b"\r\n")
-    i = 1
-    while i < len(lines):
-        if lines[i].startswith(b"$"):
-            out.append(lines[i + 1])
-            i += 2
-        else:
-            i += 1
-    return out
 
 
 def pairs_of(flat: list[bytes]) -> dict[bytes, bytes]:

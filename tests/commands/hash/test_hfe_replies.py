@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-from conftest import Pair
 from helpers.emq_model import server_keyspace
+from helpers.pair import Pair
 
 FAR = 4102444800000  # 2100-01-01 in ms
 FAR_S = FAR // 1000

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
+from helpers.pair import Pair
 
-from tests.conftest import Pair
 from trafikey_server.util.crc64 import crc64
 
 LIB_A = ("#!lua name=liba\n"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.aof_util import keyspace
+from helpers.pair import Pair
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, own_pair, start_trafikey, start_valkey
 
@@ -95,20 +96,15 @@ def spare() -> Iterator[tuple[Proc, Proc]]:
         yield pair
 
 
-class Spare:
+class Spare(Pair):
     def __init__(self, v: Proc, t: Proc) -> None:
         self.procs = (v, t)
-        self.v, self.t = Wire(v.port), Wire(t.port)
+        super().__init__(Wire(v.port), Wire(t.port))
         for w in (self.v, self.t):
             assert w.call("FLUSHALL") == b"+OK\r\n"
             w.call("SCRIPT", "FLUSH")
             w.call("FUNCTION", "FLUSH")
             w.call("CONFIG", "RESETSTAT")
-
-    def check(self, *args: object) -> bytes:
-        v, t = self.v.call(*args), self.t.call(*args)  # type: ignore[arg-type]
-        assert t == v, f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
-        return v
 
     def stats(self) -> None:
         """Error statistics and the calls of each command, as both count them."""

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
+from helpers.pair import Pair
 from helpers.resp_wire import Wire
-
-from tests.conftest import Pair
 
 TYPES = ("slow", "large-request", "large-reply")
 

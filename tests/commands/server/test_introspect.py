@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from conftest import Pair
+from helpers.pair import Pair
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
 

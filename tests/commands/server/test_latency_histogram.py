@@ -14,9 +14,8 @@ from collections.abc import Iterator
 
 import hiredis
 import pytest
+from helpers.pair import Pair
 from helpers.resp_wire import Wire
-
-from tests.conftest import Pair
 
 # Valkey's bucket labels: highest_equivalent_value(1024 << k) // 1000, and
 # the label of the histogram's last slot (1 s and above).

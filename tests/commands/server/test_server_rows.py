@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from conftest import Pair
+from helpers.pair import Pair
 from helpers.resp_wire import Wire
 from helpers.servers import start_trafikey, start_valkey
 

@@ -14,22 +14,9 @@ from typing import Any
 
 import pytest
 from helpers.aof_util import keyspace
+from helpers.replies import bulk_items
 from helpers.resp_wire import Wire
 from helpers.script import run, words
-
-
-def bulk_items(reply: bytes) -> list[bytes]:
-    """The bulk strings of a flat array or set reply."""
-    out = []
-    lines = reply.split(b"\r\n")
-    i = 1
-    while i < len(lines):
-        if lines[i].startswith(b"$"):
-            out.append(lines[i + 1])
-            i += 2
-        else:
-            i += 1
-    return out
 
 
 def both_state(valkey_server: Any, trafikey_server: Any) -> None:

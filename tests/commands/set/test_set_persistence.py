@@ -29,6 +29,7 @@ from helpers.aof_util import (
     valkey_on,
     without_select,
 )
+from helpers.replies import bulk_items
 from helpers.resp_wire import Wire
 from helpers.servers import start_trafikey, start_valkey
 
@@ -58,19 +59,6 @@ def populate(r: redis.Redis) -> None:
     r.pexpire("ttl", 500_000)
 
 
-def _bulks(reply: bytes) -> list[bytes]:
-    out = []
-    lines = reply.split(b"\r\n")
-    i = 1
-    while i < len(lines):
-        if lines[i].startswith(b"$"):
-            out.append(lines[i + 1])
-            i += 2
-        else:
-            i += 1
-    return out
-
-
 # A hashtable that shrank is written as the plain set type (by Valkey too)
 # and comes back as a listpack in its hash table's order.
 SHRUNK = b"ht_shrunk"
@@ -84,7 +72,7 @@ def state(port: int) -> dict[Any, Any]:
     out = {}
     for k in sorted(r.keys("*")):
         enc = r.object("encoding", k)
-        members = _bulks(w.call("SMEMBERS", k))
+        members = bulk_items(w.call("SMEMBERS", k))
         if enc == b"hashtable" or k == SHRUNK:
             members = sorted(members)
         if k == SHRUNK:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers.pair import Pair
 from helpers.resp_wire import Wire
 from helpers.script import run, words
 from helpers.servers import Proc
@@ -25,31 +26,14 @@ from helpers.servers import Proc
 OK = b"+OK\r\n"
 
 
-class Twin:
-    """The same requests to the oracle and to trafikey-server."""
-
-    def __init__(self, v: Wire, t: Wire) -> None:
-        self.v = v
-        self.t = t
-
-    def check(self, *args: Any) -> bytes:
-        v, t = self.v.call(*args), self.t.call(*args)
-        assert t == v, f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
-        return v
-
-    def close(self) -> None:
-        self.v.close()
-        self.t.close()
-
-
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def cpair(request: pytest.FixtureRequest, cluster_node: Proc, checked_server: Proc) -> Iterator[Twin]:
+def cpair(request: pytest.FixtureRequest, cluster_node: Proc, checked_server: Proc) -> Iterator[Pair]:
     v, t = Wire(cluster_node.port), Wire(checked_server.port)
     assert v.call("FLUSHALL") == OK and t.call("FLUSHALL") == OK
     if request.param == 3:
         v.call("HELLO", "3")
         t.call("HELLO", "3")
-    pair = Twin(v, t)
+    pair = Pair(v, t)
     yield pair
     pair.close()
 
@@ -101,7 +85,7 @@ CLUSTER_SCRIPT = r"""
 """
 
 
-def test_sort_slot_refusals(cpair: Twin) -> None:
+def test_sort_slot_refusals(cpair: Pair) -> None:
     replies = [cpair.check(*words(line.strip())) for line in CLUSTER_SCRIPT.strip().splitlines() if line.strip()]
     text = b"".join(replies)
     assert b"-ERR BY option of SORT denied in Cluster mode" in text
@@ -169,7 +153,7 @@ def test_sort_under_acl(users: Any, user: str, proto: int) -> None:
         if proto == 3:
             v.call("HELLO", "3")
             t.call("HELLO", "3")
-        pair = Twin(v, t)
+        pair = Pair(v, t)
         replies = [pair.check(*words(line.strip())) for line in ACL_SCRIPT.strip().splitlines()]
         if user in ("writeall", "some"):
             assert b"-ERR BY option of SORT denied due to insufficient ACL permissions.\r\n" in replies

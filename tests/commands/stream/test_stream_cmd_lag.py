@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import Pair
+from helpers.pair import Pair
 
 
 def _history(rng: random.Random) -> list[tuple[str, ...]]:

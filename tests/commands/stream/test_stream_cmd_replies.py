@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import Pair
+from helpers.pair import Pair
 
 KEYS = ("s", "t", "str", "nokey")
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 import redis
-
-from tests.conftest import Pair
+from helpers.pair import Pair
 
 # -- the keyspace -------------------------------------------------------------------
 

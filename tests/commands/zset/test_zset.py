@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from helpers.replies import bulk_items
+
 from trafikey_server.values.zset import LEX_MAX, LEX_MIN, LEX_STR, ZSet, lex_gte_min, lex_lte_max
 
 ENTRIES = 128  # zset-max-listpack-entries
@@ -42,20 +44,6 @@ def fill(pair, key: str, n: int, score=lambda i: i, member=lambda i: "m%03d" % i
     for i in range(n):
         args += [score(i), member(i)]
     pair.check("ZADD", key, *args)
-
-
-def bulk_items(reply: bytes) -> list[bytes]:
-    """The bulk strings of a flat array reply (enough for our shapes)."""
-    out = []
-    lines = reply.split(b"\r\n")
-    i = 1
-    while i < len(lines):
-        if lines[i].startswith(b"$"):
-            out.append(lines[i + 1])
-            i += 2
-        else:
-            i += 1
-    return out
 
 
 # -- ZADD / ZINCRBY ------------------------------------------------------------------

@@ -12,29 +12,19 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
 from helpers.emq_model import Queue
 from helpers.resp_wire import Wire, encode
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 from trafikey_server.services.limits import OOM, PROTECTED
 
 
-@contextmanager
-def both_servers(*args: str) -> Iterator[tuple[Proc, Proc]]:
-    v = start_valkey(*args)
-    try:
-        t = start_trafikey(*args)
-    except Exception:
-        v.stop()
-        raise
-    try:
-        yield v, t
-    finally:
-        v.stop()
-        t.stop()
+def both_servers(*args: str) -> AbstractContextManager[tuple[Proc, Proc]]:
+    """A Valkey and a trafikey-server of the test's own, both started with args."""
+    return own_pair(args, args)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""An in-process stand-in for an asyncio transport, for tests that feed a
+"""A fake transport: an in-process stand-in for an asyncio transport, for tests that feed a
 ``Connection`` reads by hand and compare what it wrote (the request
 reader's paths against each other, byte for byte)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class Transport:
+class FakeTransport:
     """What Connection uses of an asyncio transport, keeping the writes."""
 
     def __init__(self) -> None:
