@@ -34,7 +34,7 @@ def _ping(port: int) -> bytes | None:
         w.close()
 
 
-def _both(ws: tuple[Wire, Wire], *args: object) -> bytes:
+def assert_same(ws: tuple[Wire, Wire], *args: object) -> bytes:
     a, b = ws[0].call(*args), ws[1].call(*args)  # type: ignore[arg-type]
     assert b == a, f"{args!r}\n valkey:   {a!r}\n trafikey: {b!r}"
     return a
@@ -49,9 +49,9 @@ def test_port_moves_and_rolls_back(servers: tuple[Proc, Proc]) -> None:
     ws = (Wire(v.port), Wire(t.port))
     try:
         # A port in use: refused after maxmemory was set, which is rolled back.
-        _both(ws, "CONFIG", "SET", "maxmemory", "10000001", "port", str(used), "client-query-buffer-limit", "10m")
-        _both(ws, "CONFIG", "GET", "maxmemory")
-        _both(ws, "CONFIG", "GET", "client-query-buffer-limit")
+        assert_same(ws, "CONFIG", "SET", "maxmemory", "10000001", "port", str(used), "client-query-buffer-limit", "10m")
+        assert_same(ws, "CONFIG", "GET", "maxmemory")
+        assert_same(ws, "CONFIG", "GET", "client-query-buffer-limit")
         assert [w.call("CONFIG", "GET", "port") for w in ws] == [
             b"*2\r\n$4\r\nport\r\n$%d\r\n%d\r\n" % (len(str(p)), p) for p in (v.port, t.port)]
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
@@ -59,7 +59,7 @@ def test_port_moves_and_rolls_back(servers: tuple[Proc, Proc]) -> None:
         new = [free_port(), free_port()]
         replies = [w.call("CONFIG", "SET", "port", str(p)) for w, p in zip(ws, new, strict=True)]
         assert replies == [b"+OK\r\n", b"+OK\r\n"]
-        assert _both(ws, "PING") == b"+PONG\r\n"
+        assert assert_same(ws, "PING") == b"+PONG\r\n"
         assert [_ping(p) for p in new] == [b"+PONG\r\n", b"+PONG\r\n"]
         assert _ping(t.port) is None and _ping(v.port) is None
         assert [w.call("CONFIG", "GET", "port") for w in ws] == [
@@ -70,8 +70,8 @@ def test_port_moves_and_rolls_back(servers: tuple[Proc, Proc]) -> None:
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
         assert [_ping(p) for p in new] == [None, None]
         # Port checks as any number option.
-        _both(ws, "CONFIG", "SET", "port", "65536")
-        _both(ws, "CONFIG", "SET", "port", "x")
+        assert_same(ws, "CONFIG", "SET", "port", "65536")
+        assert_same(ws, "CONFIG", "SET", "port", "x")
     finally:
         taken.close()
         for w in ws:
@@ -82,21 +82,21 @@ def test_bind_changes_and_rolls_back(servers: tuple[Proc, Proc]) -> None:
     v, t = servers
     ws = (Wire(v.port), Wire(t.port))
     try:
-        _both(ws, "CONFIG", "SET", "bind", "127.0.0.1 -::1")
-        _both(ws, "CONFIG", "GET", "bind")
+        assert_same(ws, "CONFIG", "SET", "bind", "127.0.0.1 -::1")
+        assert_same(ws, "CONFIG", "GET", "bind")
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
         # An address that is not this host's: refused, the old binding kept.
-        _both(ws, "CONFIG", "SET", "maxmemory", "10000001", "bind", "192.0.2.1")
-        _both(ws, "CONFIG", "GET", "bind")
-        _both(ws, "CONFIG", "GET", "maxmemory")
+        assert_same(ws, "CONFIG", "SET", "maxmemory", "10000001", "bind", "192.0.2.1")
+        assert_same(ws, "CONFIG", "GET", "bind")
+        assert_same(ws, "CONFIG", "GET", "maxmemory")
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
         # A leading '-' makes an address optional: one the host lacks is skipped.
-        _both(ws, "CONFIG", "SET", "bind", "-192.0.2.1 127.0.0.1")
+        assert_same(ws, "CONFIG", "SET", "bind", "-192.0.2.1 127.0.0.1")
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
-        _both(ws, "CONFIG", "SET", "bind", "127.0.0.1")
-        _both(ws, "CONFIG", "GET", "bind")
+        assert_same(ws, "CONFIG", "SET", "bind", "127.0.0.1")
+        assert_same(ws, "CONFIG", "GET", "bind")
         assert _ping(t.port) == _ping(v.port) == b"+PONG\r\n"
-        _both(ws, "CONFIG", "SET", "bind", " ".join(["127.0.0.1"] * 17))
+        assert_same(ws, "CONFIG", "SET", "bind", " ".join(["127.0.0.1"] * 17))
     finally:
         for w in ws:
             w.close()

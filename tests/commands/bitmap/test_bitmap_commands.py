@@ -29,7 +29,7 @@ def state(w: Wire) -> list[tuple[bytes, ...]]:
 _READS = {"BITCOUNT", "BITPOS", "GETBIT", "GET", "EXISTS", "TYPE", "STRLEN"}
 
 
-def run(pair, steps: list[tuple]) -> None:  # type: ignore[no-untyped-def]
+def assert_steps(pair, steps: list[tuple]) -> None:  # type: ignore[no-untyped-def]
     """Each step on both servers; after a write or a refusal, the keyspaces
     compared (and a refusal must have left ours as it was)."""
     before = state(pair.t)
@@ -52,7 +52,7 @@ SETUP = [
 
 
 def test_setbit_getbit(pair23) -> None:  # type: ignore[no-untyped-def]
-    run(pair23, [
+    assert_steps(pair23, [
         *SETUP,
         ("SETBIT", "k", "7", "1"), ("SETBIT", "k", "7", "1"), ("SETBIT", "k", "7", "0"), ("GETBIT", "k", "7"),
         ("SETBIT", "k", "100", "1"), ("GETBIT", "k", "100"), ("GETBIT", "k", "101"), ("GETBIT", "k", "100000"),
@@ -91,7 +91,7 @@ def test_bitcount(pair23) -> None:  # type: ignore[no-untyped-def]
         ("BITCOUNT", "s", "-9223372036854775808", "9223372036854775807", "BIT"),
         ("BITCOUNT", "s", "9223372036854775808"), ("BITCOUNT",),
     ]
-    run(pair23, steps)
+    assert_steps(pair23, steps)
 
 
 def test_bitpos(pair23) -> None:  # type: ignore[no-untyped-def]
@@ -116,11 +116,11 @@ def test_bitpos(pair23) -> None:  # type: ignore[no-untyped-def]
         ("BITPOS", "s", "2", "0", "1", "bit", "x"), ("BITPOS", "list", "1"), ("BITPOS", "list", "2"),
         ("BITPOS", "list", "1", "0", "1", "foo"), ("BITPOS", "list", "1", "0"), ("BITPOS", "s"),
     ]
-    run(pair23, steps)
+    assert_steps(pair23, steps)
 
 
 def test_bitop(pair23) -> None:  # type: ignore[no-untyped-def]
-    run(pair23, [
+    assert_steps(pair23, [
         *SETUP,
         ("SET", "a", "\x0f\xf0abc"), ("SET", "b", "\xff"), ("SET", "c", "xyzxyzxyzxyzxyzxyzxyzxyzxyzxyzxyzxyzxyzxyz"),
         ("BITOP", "AND", "d", "a", "b"), ("GET", "d"), ("BITOP", "or", "d", "a", "b", "c"),
@@ -138,7 +138,7 @@ def test_bitop(pair23) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_bitfield(pair23) -> None:  # type: ignore[no-untyped-def]
-    run(pair23, [
+    assert_steps(pair23, [
         *SETUP,
         ("BITFIELD", "f", "SET", "i8", "0", "100", "INCRBY", "i8", "0", "100", "GET", "u4", "0"),
         ("BITFIELD", "f", "OVERFLOW", "SAT", "INCRBY", "i8", "0", "100", "OVERFLOW", "FAIL", "INCRBY", "i8", "0",

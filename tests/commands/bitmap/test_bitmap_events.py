@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, lazy_expiry_pair, own_pair
 
@@ -61,7 +61,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_bitmap_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEmn", SEQUENCE, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     events = [e for _, _, es in streams[0] for e in es]
     assert any(b"setbit" in e for e in events)
     assert any(b"keymiss" in e for e in events)
@@ -70,7 +70,7 @@ def test_bitmap_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> N
 @pytest.mark.parametrize("flags", ["E$", "Kg", "En", "Em"])
 def test_bitmap_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE, 2)
-    compare(*streams)
+    assert_same_events(*streams)
 
 
 WATCHED: list[tuple] = [

@@ -19,8 +19,8 @@ import shutil
 from typing import Any
 
 import pytest
-from helpers.aof_util import logged_beside_valkey, replays
-from helpers.keyevents import compare, streams_with_flags
+from helpers.aof_util import assert_replays, logged_beside_valkey
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
 
@@ -51,7 +51,7 @@ SEQUENCE: list[tuple[Any, ...]] = [
 def test_restore_events_match_valkey(valkey_server: Proc, trafikey_server: Proc, proto: int, flags: str) -> None:
     streams = streams_with_flags((valkey_server.port, trafikey_server.port), flags, SEQUENCE, proto)
     try:
-        compare(*streams)
+        assert_same_events(*streams)
     finally:
         for port in (valkey_server.port, trafikey_server.port):
             w = Wire(port)
@@ -100,6 +100,6 @@ def test_restore_is_logged_as_valkey_logs_it() -> None:
     assert _blank_rel(t.keyspace) == _blank_rel(v.keyspace)
     assert _without_times(t.log) == _without_times(v.log)
     assert [b"UNLINK", b"old"] in v.log
-    replays(t.dir, t.keyspace)
+    assert_replays(t.dir, t.keyspace)
     shutil.rmtree(v.dir, ignore_errors=True)
     shutil.rmtree(t.dir, ignore_errors=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from helpers.aof_util import logged_runs
-from helpers.keyevents import compare, keyspace, streams_with_flags
+from helpers.keyevents import assert_same_events, keyspace, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, start_trafikey, start_valkey
 
@@ -131,7 +131,7 @@ def test_migrate_events_like_valkey(valkey_server: Proc, trafikey_server: Proc, 
         w = Wire(port)
         w.call("CONFIG", "SET", "notify-keyspace-events", "")
         w.close()
-    compare(*streams)
+    assert_same_events(*streams)
 
 
 

@@ -35,7 +35,7 @@ def _config_get(name: str, value: str) -> bytes:
     return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(n), n, len(v), v)
 
 
-def _check(p: Proc, brand: str | None, option_value: str) -> None:
+def assert_brand(p: Proc, brand: str | None, option_value: str) -> None:
     r = redis.Redis(port=p.port)
     w = Wire(p.port)
     try:
@@ -64,7 +64,7 @@ def test_default_brand() -> None:
     """No option: ``{emq}:version`` = ``echomq:6.0.0``, what wire 6 requires."""
     p = start_trafikey()
     try:
-        _check(p, "echomq:6.0.0", "echomq:6.0.0")
+        assert_brand(p, "echomq:6.0.0", "echomq:6.0.0")
     finally:
         p.stop()
 
@@ -73,7 +73,7 @@ def test_wire4_brand() -> None:
     """``--emq-brand echomq:4.0.0``: the brand a wire-4 node carries."""
     p = start_trafikey("--emq-brand", "echomq:4.0.0")
     try:
-        _check(p, "echomq:4.0.0", "echomq:4.0.0")
+        assert_brand(p, "echomq:4.0.0", "echomq:4.0.0")
     finally:
         p.stop()
 
@@ -82,7 +82,7 @@ def test_no_brand() -> None:
     """``--emq-brand none``: the key is left absent, the keyspace empty."""
     p = start_trafikey("--emq-brand", "none")
     try:
-        _check(p, None, "none")
+        assert_brand(p, None, "none")
     finally:
         p.stop()
 
@@ -106,7 +106,7 @@ def test_brand_from_config_file() -> None:
             f.write("emq-brand echomq:4.0.0\n")
         p = _start_with_file(path)
         try:
-            _check(p, "echomq:4.0.0", "echomq:4.0.0")
+            assert_brand(p, "echomq:4.0.0", "echomq:4.0.0")
         finally:
             p.stop()
     finally:

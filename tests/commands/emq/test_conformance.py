@@ -136,7 +136,7 @@ def seed(x: Executor, space: Space) -> None:
             x.raw("SET", key, content)
 
 
-def same(x: Executor, expected: Space) -> None:
+def assert_keyspace(x: Executor, expected: Space) -> None:
     """The keyspace, the native verbs' own fields ignored; a script must not
     have written them at all."""
     if x.scripted:
@@ -159,7 +159,7 @@ def test_enqueue_takes_the_next_seq_and_is_idempotent(x: Executor) -> None:
     assert step(x, "enqueue", b"job1", b"pay\x00load\r\n") == bulk(b"job1")
     assert step(x, "enqueue", b"job2", b"") == bulk(b"job2")
     assert step(x, "enqueue", b"job1", b"other") == NIL  # the row exists: nothing written
-    same(x, {SEQ: S(b"2"), PENDING: Z({b"job1": 1, b"job2": 2}),
+    assert_keyspace(x, {SEQ: S(b"2"), PENDING: Z({b"job1": 1, b"job2": 2}),
              job(b"job1"): row(b"pending", payload=b"pay\x00load\r\n"), job(b"job2"): row(b"pending", payload=b"")})
 
 
@@ -168,7 +168,7 @@ def test_enqueue_star_moves_past_numbers_that_have_a_row(x: Executor) -> None:
     assert step(x, "enqueue", b"3", b"b") == bulk(b"3")  # seq 2 is its score
     assert step(x, "enqueue", b"*", b"c") == bulk(b"4")  # 3 has a row: seq ends at 4
     assert step(x, "enqueue", b"*", b"d") == bulk(b"5")
-    same(x, {SEQ: S(b"5"), PENDING: Z({b"1": 1, b"3": 2, b"4": 4, b"5": 5}),
+    assert_keyspace(x, {SEQ: S(b"5"), PENDING: Z({b"1": 1, b"3": 2, b"4": 4, b"5": 5}),
              job(b"1"): row(b"pending", payload=b"a"), job(b"3"): row(b"pending", payload=b"b"),
              job(b"4"): row(b"pending", payload=b"c"), job(b"5"): row(b"pending", payload=b"d")})
 
@@ -179,7 +179,7 @@ def test_schedule_explicit_and_star(x: Executor) -> None:
     assert step(x, "schedule", b"s", b"r", 5) == NIL
     seed(x, {job(b"1"): row(b"pending")})
     assert step(x, "schedule", b"*", b"t", 7) == bulk(b"2")
-    same(x, {SEQ: S(b"2"), SCHEDULE: Z({b"s": 0, b"f": FAR, b"2": 7}), job(b"s"): row(b"scheduled"),
+    assert_keyspace(x, {SEQ: S(b"2"), SCHEDULE: Z({b"s": 0, b"f": FAR, b"2": 7}), job(b"s"): row(b"scheduled"),
              job(b"f"): row(b"scheduled", payload=b"q"), job(b"1"): row(b"pending"),
              job(b"2"): row(b"scheduled", payload=b"t")})
 
@@ -188,7 +188,7 @@ def test_claim_leases_the_head(x: Executor) -> None:
     seed(x, {PENDING: Z({b"b": 2, b"a": 1}), job(b"a"): row(b"pending", b"2", b"A"), job(b"b"): row(b"pending")})
     assert step(x, "claim", 30_000) == arr(bulk(b"a"), bulk(b"A"), num(3))
     at = x.at(30_000)
-    same(x, {PENDING: Z({b"b": 2}), ACTIVE: Z({b"a": at}), job(b"a"): row(b"active", b"3", b"A"),
+    assert_keyspace(x, {PENDING: Z({b"b": 2}), ACTIVE: Z({b"a": at}), job(b"a"): row(b"active", b"3", b"A"),
              job(b"b"): row(b"pending")})
 
 
@@ -196,27 +196,27 @@ def test_claim_a_paused_or_empty_queue_gets_nothing(x: Executor) -> None:
     assert step(x, "claim", 1000) == EMPTY
     seed(x, {PENDING: Z({b"a": 1}), job(b"a"): row(b"pending"), PAUSED: S(b"")})
     assert step(x, "claim", 1000) == EMPTY
-    same(x, {PENDING: Z({b"a": 1}), job(b"a"): row(b"pending"), PAUSED: S(b"")})
+    assert_keyspace(x, {PENDING: Z({b"a": 1}), job(b"a"): row(b"pending"), PAUSED: S(b"")})
 
 
 def test_claim_clears_a_ghost_head(x: Executor) -> None:
     seed(x, {PENDING: Z({b"g": 1, b"a": 2}), job(b"a"): row(b"pending")})
     assert step(x, "claim", 1000) == EMPTY
-    same(x, {PENDING: Z({b"a": 2}), job(b"a"): row(b"pending")})
+    assert_keyspace(x, {PENDING: Z({b"a": 2}), job(b"a"): row(b"pending")})
     assert step(x, "claim", 1000) == arr(bulk(b"a"), bulk(b"p"), num(1))
 
 
 def test_claim_of_a_row_without_payload(x: Executor) -> None:
     seed(x, {PENDING: Z({b"a": 1}), job(b"a"): H({b"state": b"pending", b"attempts": b"0"})})
     assert step(x, "claim", 1000) == arr(bulk(b"a"), NIL, num(1))
-    same(x, {ACTIVE: Z({b"a": x.at(1000)}), job(b"a"): H({b"state": b"active", b"attempts": b"1"})})
+    assert_keyspace(x, {ACTIVE: Z({b"a": x.at(1000)}), job(b"a"): H({b"state": b"active", b"attempts": b"1"})})
 
 
 def test_extend_moves_the_deadline_even_past_it(x: Executor) -> None:
     seed(x, {PENDING: Z({b"a": 1}), job(b"a"): row(b"pending")})
     assert step(x, "claim", 1) == arr(bulk(b"a"), bulk(b"p"), num(1))
     assert step(x, "extend", b"a", b"1", 45_000) == ONE  # the 1 ms lease is past: no sweep ran
-    same(x, {ACTIVE: Z({b"a": x.at(45_000)}), job(b"a"): row(b"active", b"1")})
+    assert_keyspace(x, {ACTIVE: Z({b"a": x.at(45_000)}), job(b"a"): row(b"active", b"1")})
 
 
 def test_extends_judges_each_pair_alone(x: Executor) -> None:
@@ -224,7 +224,7 @@ def test_extends_judges_each_pair_alone(x: Executor) -> None:
              job(b"a"): row(b"active", b"7"), job(b"b"): row(b"active", b"2"), job(b"n"): row(b"pending")})
     reply = step(x, "extends", 9000, b"a", b"7", b"g", b"1", b"n", b"0", b"b", b"1", b"b", b"02", b"b", b"2")
     assert reply == arr(ONE, num(0), num(0), num(0), num(0), ONE)
-    same(x, {ACTIVE: Z({b"a": x.at(9000), b"b": x.at(9000), b"g": T0}), PENDING: Z({b"n": 1}),
+    assert_keyspace(x, {ACTIVE: Z({b"a": x.at(9000), b"b": x.at(9000), b"g": T0}), PENDING: Z({b"n": 1}),
              job(b"a"): row(b"active", b"7"), job(b"b"): row(b"active", b"2"), job(b"n"): row(b"pending")})
 
 
@@ -232,14 +232,14 @@ def test_complete_deletes_the_row(x: Executor) -> None:
     seed(x, {ACTIVE: Z({b"a": T0, b"b": T0}), job(b"a"): row(b"active", b"1", error=b"e", stalled=b"1"),
              job(b"b"): row(b"active", b"1")})
     assert step(x, "complete", b"a", b"1") == ONE
-    same(x, {ACTIVE: Z({b"b": T0}), job(b"b"): row(b"active", b"1")})
+    assert_keyspace(x, {ACTIVE: Z({b"b": T0}), job(b"b"): row(b"active", b"1")})
 
 
 @pytest.mark.parametrize("delay", [0, 4000])
 def test_delay_gives_the_job_back_for_later(x: Executor, delay: int) -> None:
     seed(x, {ACTIVE: Z({b"a": T0}), job(b"a"): row(b"active", b"3", stalled=b"1")})
     assert step(x, "delay", b"a", b"3", delay) == ONE
-    same(x, {SCHEDULE: Z({b"a": x.at(delay)}), job(b"a"): row(b"scheduled", b"3", stalled=b"1")})
+    assert_keyspace(x, {SCHEDULE: Z({b"a": x.at(delay)}), job(b"a"): row(b"scheduled", b"3", stalled=b"1")})
 
 
 @pytest.mark.parametrize(("reason", "error"), [((), {}), ((b"",), {"error": b""}), ((b"boom",), {"error": b"boom"})],
@@ -247,13 +247,13 @@ def test_delay_gives_the_job_back_for_later(x: Executor, delay: int) -> None:
 def test_fail_back_to_pending(x: Executor, reason: tuple, error: dict) -> None:
     seed(x, {SEQ: S(b"9"), ACTIVE: Z({b"a": T0}), job(b"a"): row(b"active", b"1")})
     assert step(x, "fail", b"a", b"1", 3, 0, *reason) == bulk(b"pending")
-    same(x, {SEQ: S(b"10"), PENDING: Z({b"a": 10}), job(b"a"): row(b"pending", b"1", **error)})
+    assert_keyspace(x, {SEQ: S(b"10"), PENDING: Z({b"a": 10}), job(b"a"): row(b"pending", b"1", **error)})
 
 
 def test_fail_with_a_backoff_schedules_the_retry(x: Executor) -> None:
     seed(x, {ACTIVE: Z({b"a": T0}), job(b"a"): row(b"active", b"1")})
     assert step(x, "fail", b"a", b"1", 2, 2500, b"slow") == bulk(b"scheduled")
-    same(x, {SCHEDULE: Z({b"a": x.at(2500)}), job(b"a"): row(b"scheduled", b"1", error=b"slow")})
+    assert_keyspace(x, {SCHEDULE: Z({b"a": x.at(2500)}), job(b"a"): row(b"scheduled", b"1", error=b"slow")})
 
 
 def test_fail_on_the_last_attempt_is_dead_and_a_repeat_is_told_so(x: Executor) -> None:
@@ -264,7 +264,7 @@ def test_fail_on_the_last_attempt_is_dead_and_a_repeat_is_told_so(x: Executor) -
     assert step(x, "fail", b"a", b"1", 1, 100, b"x") == bulk(b"dead")
     died = x.at()
     assert step(x, "fail", b"a", b"1", 1, 100, b"y") == bulk(b"dead")  # repeated: nothing written
-    same(x, {DEAD: Z({b"a": died}), job(b"a"): row(b"dead", b"1", error=b"x")})
+    assert_keyspace(x, {DEAD: Z({b"a": died}), job(b"a"): row(b"dead", b"1", error=b"x")})
 
 
 def test_promote_moves_due_jobs_earliest_first(x: Executor) -> None:
@@ -272,7 +272,7 @@ def test_promote_moves_due_jobs_earliest_first(x: Executor) -> None:
              job(b"a"): row(b"scheduled"), job(b"b"): row(b"scheduled"), job(b"c"): row(b"scheduled"),
              job(b"f"): row(b"scheduled")})
     assert step(x, "promote") == num(3)  # b and c share a millisecond: id order
-    same(x, {SEQ: S(b"7"), PENDING: Z({b"b": 5, b"c": 6, b"a": 7}), SCHEDULE: Z({b"f": FAR}),
+    assert_keyspace(x, {SEQ: S(b"7"), PENDING: Z({b"b": 5, b"c": 6, b"a": 7}), SCHEDULE: Z({b"f": FAR}),
              job(b"a"): row(b"pending"), job(b"b"): row(b"pending"), job(b"c"): row(b"pending"),
              job(b"f"): row(b"scheduled")})
 
@@ -280,7 +280,7 @@ def test_promote_moves_due_jobs_earliest_first(x: Executor) -> None:
 def test_promote_limit_counts_ghosts_but_replies_only_jobs(x: Executor) -> None:
     seed(x, {SCHEDULE: Z({b"g": 1, b"a": 2, b"b": 3}), job(b"a"): row(b"scheduled"), job(b"b"): row(b"scheduled")})
     assert step(x, "promote", 2) == num(1)
-    same(x, {SEQ: S(b"1"), PENDING: Z({b"a": 1}), SCHEDULE: Z({b"b": 3}),
+    assert_keyspace(x, {SEQ: S(b"1"), PENDING: Z({b"a": 1}), SCHEDULE: Z({b"b": 3}),
              job(b"a"): row(b"pending"), job(b"b"): row(b"scheduled")})
     assert step(x, "promote", 1) == num(1)
     assert step(x, "promote") == num(0)
@@ -291,24 +291,25 @@ def test_delayed_and_backed_off_jobs_come_due(x: Executor) -> None:
     assert step(x, "delay", b"a", b"1", 0) == ONE
     assert step(x, "fail", b"b", b"1", 5, 1) == bulk(b"scheduled")
     assert step(x, "promote") == num(2)
-    same(x, {SEQ: S(b"2"), PENDING: Z({b"a": 1, b"b": 2}), job(b"a"): row(b"pending", b"1"),
+    assert_keyspace(x, {SEQ: S(b"2"), PENDING: Z({b"a": 1, b"b": 2}), job(b"a"): row(b"pending", b"1"),
              job(b"b"): row(b"pending", b"1")})
 
 
 def test_reprocess_keeps_every_counter(x: Executor) -> None:
     seed(x, {SEQ: S(b"5"), DEAD: Z({b"a": T0}), job(b"a"): row(b"dead", b"4", stalled=b"2", error=b"e")})
     assert step(x, "reprocess", b"a") == ONE
-    same(x, {SEQ: S(b"6"), PENDING: Z({b"a": 6}), job(b"a"): row(b"pending", b"4", stalled=b"2", error=b"e")})
+    assert_keyspace(x, {SEQ: S(b"6"), PENDING: Z({b"a": 6}),
+                        job(b"a"): row(b"pending", b"4", stalled=b"2", error=b"e")})
 
 
 def test_stalled_check_requeues_then_buries(x: Executor) -> None:
     seed(x, {PENDING: Z({b"a": 1}), job(b"a"): row(b"pending")})
     assert step(x, "claim", 1) == arr(bulk(b"a"), bulk(b"p"), num(1))
     assert step(x, "stalled.check", 1) == arr(ids(b"a"), ids())
-    same(x, {SEQ: S(b"1"), PENDING: Z({b"a": 1}), job(b"a"): row(b"pending", b"1", stalled=b"1")})
+    assert_keyspace(x, {SEQ: S(b"1"), PENDING: Z({b"a": 1}), job(b"a"): row(b"pending", b"1", stalled=b"1")})
     assert step(x, "claim", 1) == arr(bulk(b"a"), bulk(b"p"), num(2))
     assert step(x, "stalled.check", 1) == arr(ids(), ids(b"a"))
-    same(x, {SEQ: S(b"1"), DEAD: Z({b"a": x.at()}), job(b"a"): row(b"dead", b"2", stalled=b"2")})
+    assert_keyspace(x, {SEQ: S(b"1"), DEAD: Z({b"a": x.at()}), job(b"a"): row(b"dead", b"2", stalled=b"2")})
 
 
 def test_stalled_check_limit_ghosts_and_live_leases(x: Executor) -> None:
@@ -317,7 +318,7 @@ def test_stalled_check_limit_ghosts_and_live_leases(x: Executor) -> None:
     assert step(x, "stalled.check", 0, 2) == arr(ids(), ids(b"a"))  # the ghost counts toward the limit
     died = x.at()
     assert step(x, "stalled.check", 5) == arr(ids(b"b"), ids())
-    same(x, {SEQ: S(b"1"), PENDING: Z({b"b": 1}), DEAD: Z({b"a": died}), ACTIVE: Z({b"live": FAR}),
+    assert_keyspace(x, {SEQ: S(b"1"), PENDING: Z({b"b": 1}), DEAD: Z({b"a": died}), ACTIVE: Z({b"live": FAR}),
              job(b"a"): row(b"dead", b"1", stalled=b"1"), job(b"b"): row(b"pending", b"1", stalled=b"1"),
              job(b"live"): row(b"active", b"1")})
 

@@ -20,11 +20,11 @@ SICILY = """
 """
 
 
-def same_keyspace(valkey_server: Any, trafikey_server: Any) -> None:
+def assert_same_keyspace(valkey_server: Any, trafikey_server: Any) -> None:
     assert keyspace(trafikey_server.port) == keyspace(valkey_server.port)
 
 
-def refused(pair: Any, valkey_server: Any, trafikey_server: Any, script: str) -> None:
+def assert_refused(pair: Any, valkey_server: Any, trafikey_server: Any, script: str) -> None:
     before = keyspace(valkey_server.port)
     assert keyspace(trafikey_server.port) == before
     for line in script.strip().splitlines():
@@ -55,7 +55,7 @@ def test_geoadd_options_and_scores(pair23, valkey_server, trafikey_server) -> No
         OBJECT ENCODING Sicily
         ZRANGE Sicily 0 -1 WITHSCORES
     """)
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
 
 
 def test_geopos_geohash_geodist(pair23) -> None:
@@ -115,7 +115,7 @@ def test_georadius_family(pair23, valkey_server, trafikey_server) -> None:
         GEORADIUS Sicily 15 37 200 km STORE str
         TYPE str
     """)
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
 
 
 def test_geosearch_and_store(pair23, valkey_server, trafikey_server) -> None:
@@ -142,7 +142,7 @@ def test_geosearch_and_store(pair23, valkey_server, trafikey_server) -> None:
         GEOSEARCHSTORE str Sicily FROMMEMBER Palermo BYRADIUS 1 m STOREDIST
         EXISTS str
     """)
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
 
 
 def test_geosearch_bypolygon(pair23, valkey_server, trafikey_server) -> None:
@@ -168,7 +168,7 @@ def test_geosearch_bypolygon(pair23, valkey_server, trafikey_server) -> None:
         GEOSEARCHSTORE dst2 p BYPOLYGON 3 0 0 1 0 0 1 COUNT 2
         ZRANGE dst2 0 -1 WITHSCORES
     """)
-    refused(pair23, valkey_server, trafikey_server, """
+    assert_refused(pair23, valkey_server, trafikey_server, """
         GEOSEARCH p BYPOLYGON 2 0 0 1 0
         GEOSEARCH p BYPOLYGON 3 0 0 1 0
         GEOSEARCH p BYPOLYGON 3 0 0 1 0 0
@@ -213,12 +213,12 @@ def test_store_encoding_follows_the_limits(pair23, valkey_server, trafikey_serve
         "ZRANGE large2 0 4 WITHSCORES",
     ]
     run(pair23, "\n".join(lines))
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
 
 
 def test_refusals(pair23, valkey_server, trafikey_server) -> None:
     run(pair23, SICILY + "SET str v")
-    refused(pair23, valkey_server, trafikey_server, """
+    assert_refused(pair23, valkey_server, trafikey_server, """
         GEOADD Sicily 200 10 x
         GEOADD Sicily 10 86 x
         GEOADD Sicily 10 -85.06 x

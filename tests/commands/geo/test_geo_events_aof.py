@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers.aof_util import keyspace, logged_beside_valkey, replays
-from helpers.keyevents import compare, streams_with_flags
+from helpers.aof_util import assert_replays, keyspace, logged_beside_valkey
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc, own_pair
 
@@ -57,7 +57,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 def test_geo_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     steps = [s for s in WORKLOAD if s[0] not in ("MULTI", "EXEC", "SELECT")]
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEmn", steps, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     events = [e for _, _, es in streams[0] for e in es]
     for name in (b"zadd", b"georadiusstore", b"geosearchstore", b"keymiss", b"del"):
         assert any(name in e for e in events), name
@@ -74,7 +74,7 @@ def test_geo_writes_are_logged_as_valkey_logs_them() -> None:
     assert t.keyspace == v.keyspace
     assert t.log == v.log
     assert any(c[0] == b"ZADD" for c in v.log)  # GEOADD is logged as its ZADD
-    replays(t.dir, v.keyspace)
+    assert_replays(t.dir, v.keyspace)
 
 def test_watch_sees_geo_writes(pair) -> None:
     """A write through a geo command aborts a transaction watching its key;

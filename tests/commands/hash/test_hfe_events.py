@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import WAIT, Watched, compare, readable, run, streams_with_flags
+from helpers.keyevents import WAIT, Watched, assert_same_events, readable, run, streams_with_flags
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, lazy_expiry_pair
 
@@ -26,7 +26,7 @@ def lazy() -> Iterator[tuple[Proc, Proc]]:
         yield pair
 
 
-def _streams(pair: tuple[Proc, Proc], steps: list[tuple], proto: int) -> None:
+def assert_events_alike(pair: tuple[Proc, Proc], steps: list[tuple], proto: int) -> None:
     out = []
     for p in pair:
         w = Wire(p.port)
@@ -35,12 +35,12 @@ def _streams(pair: tuple[Proc, Proc], steps: list[tuple], proto: int) -> None:
         assert w.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == b"+OK\r\n"
         w.close()
         out.append(run(p.port, steps, proto))
-    compare(*out)
+    assert_same_events(*out)
 
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_events_of_each_command(lazy: tuple[Proc, Proc], proto: int) -> None:
-    _streams(lazy, [
+    assert_events_alike(lazy, [
         ("HSET", "h", "a", "1", "b", "2", "c", "3"),
         ("HPEXPIREAT", "h", FAR, "FIELDS", "2", "a", "zz"),
         ("HPEXPIREAT", "h", FAR, "NX", "FIELDS", "1", "a"),
@@ -70,7 +70,7 @@ def test_events_of_each_command(lazy: tuple[Proc, Proc], proto: int) -> None:
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_lazy_expiry_hides_fields_until_overwritten(lazy: tuple[Proc, Proc], proto: int) -> None:
-    _streams(lazy, [
+    assert_events_alike(lazy, [
         ("HSET", "h", "a", "1", "b", "2", "c", "3", "n", "4", "x", "5"),
         ("HPEXPIRE", "h", "1", "FIELDS", "5", "a", "b", "c", "n", "x"),
         WAIT,
@@ -174,7 +174,7 @@ def test_info_counts_expired_fields_and_volatile_keys(lazy: tuple[Proc, Proc]) -
 def test_other_commands_see_what_valkey_sees(lazy: tuple[Proc, Proc], proto: int) -> None:
     """SORT BY / GET through a hash field, scripts, MOVE and RENAME of a hash
     whose fields carry TTLs, some of them past."""
-    _streams(lazy, [
+    assert_events_alike(lazy, [
         ("RPUSH", "l", "1", "2", "3"),
         ("HSET", "w_1", "f", "30"), ("HSET", "w_2", "f", "10"), ("HSET", "w_3", "f", "20"),
         ("HPEXPIRE", "w_2", "1", "FIELDS", "1", "f"),
@@ -200,7 +200,7 @@ def test_other_commands_see_what_valkey_sees(lazy: tuple[Proc, Proc], proto: int
 def test_copy_leaves_out_fields_past_their_time(lazy: tuple[Proc, Proc], proto: int) -> None:
     """COPY duplicates only live fields; a hash all of whose fields are past
     their time copies as an empty hash that exists, as on Valkey."""
-    _streams(lazy, [
+    assert_events_alike(lazy, [
         ("HSET", "h", "a", "1", "b", "2", "c", "3"),
         ("HPEXPIRE", "h", "1", "FIELDS", "1", "a"),
         ("HPEXPIREAT", "h", FAR, "FIELDS", "1", "b"),
@@ -234,4 +234,4 @@ def test_keymiss_of_the_reads(lazy: tuple[Proc, Proc]) -> None:
         ("HEXPIRE", "nk", "1", "FIELDS", "1", "a"),
         ("HSETEX", "nk", "XX", "FIELDS", "1", "a", "1"),
     ], 2)
-    compare(*out)
+    assert_same_events(*out)

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 import redis
-from helpers.aof_util import logged, logged_beside_valkey, logged_runs, replays, without_select
+from helpers.aof_util import assert_replays, logged, logged_beside_valkey, logged_runs, without_select
 from helpers.servers import own_pair, start_trafikey, start_valkey
 
 FAR = 4102444800000
@@ -48,7 +48,7 @@ def test_logged_as_valkey_logs_it() -> None:
     assert t.replies == v.replies
     assert without_select(t.log) == without_select(v.log)
     assert t.keyspace == v.keyspace
-    replays(t.dir, v.keyspace)
+    assert_replays(t.dir, v.keyspace)
 
 
 def _ttl_state(r: redis.Redis) -> dict[bytes, object]:

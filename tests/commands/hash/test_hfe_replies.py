@@ -31,7 +31,7 @@ def _state(port: int) -> Any:
         r.close()
 
 
-def _run(pair: Pair, steps: list[tuple]) -> None:
+def assert_steps(pair: Pair, steps: list[tuple]) -> None:
     for step in steps:
         pair.check(*step)
         assert _state(pair.t.port) == _state(pair.v.port), step
@@ -128,12 +128,12 @@ REFUSALS = [
 
 
 def test_refusals_change_nothing(pair23: Pair) -> None:
-    _run(pair23, [*SETUP, ("HPEXPIREAT", "h", str(FAR), "FIELDS", "1", "c"), *REFUSALS])
+    assert_steps(pair23, [*SETUP, ("HPEXPIREAT", "h", str(FAR), "FIELDS", "1", "c"), *REFUSALS])
 
 
 def test_hexpire_conditions(pair23: Pair) -> None:
     far, later, sooner = str(FAR), str(FAR + 5000), str(FAR - 5000)
-    _run(pair23, [*SETUP,
+    assert_steps(pair23, [*SETUP,
         ("OBJECT", "ENCODING", "h"),
         # A listpack field has no TTL: XX and GT fail without converting.
         ("HPEXPIREAT", "h", far, "XX", "FIELDS", "2", "a", "zz"),
@@ -167,7 +167,7 @@ def test_hexpire_conditions(pair23: Pair) -> None:
 
 
 def test_times_in_the_past_delete_at_once(pair23: Pair) -> None:
-    _run(pair23, [*SETUP,
+    assert_steps(pair23, [*SETUP,
         ("HEXPIRE", "h", "0", "FIELDS", "2", "a", "zz"),
         ("HPEXPIREAT", "h", "1", "XX", "FIELDS", "1", "b"),
         ("HPEXPIREAT", "h", "1", "FIELDS", "1", "b"),
@@ -191,7 +191,7 @@ def test_times_in_the_past_delete_at_once(pair23: Pair) -> None:
 
 def test_hsetex_options(pair23: Pair) -> None:
     far = str(FAR)
-    _run(pair23, [
+    assert_steps(pair23, [
         ("HSETEX", "h", "FIELDS", "2", "a", "1", "b", "2"),
         ("OBJECT", "ENCODING", "h"),
         ("HSETEX", "h", "PXAT", far, "FIELDS", "1", "a", "1"),
@@ -222,7 +222,7 @@ def test_hsetex_options(pair23: Pair) -> None:
 
 def test_hgetex_and_hgetdel(pair23: Pair) -> None:
     far = str(FAR)
-    _run(pair23, [*SETUP,
+    assert_steps(pair23, [*SETUP,
         ("HGETEX", "h", "FIELDS", "2", "a", "zz"),
         ("HGETEX", "h", "PERSIST", "FIELDS", "1", "a"),
         ("OBJECT", "ENCODING", "h"),
@@ -242,7 +242,7 @@ def test_hgetex_and_hgetdel(pair23: Pair) -> None:
 
 def test_hash_commands_on_fields_with_ttls(pair23: Pair) -> None:
     far = str(FAR)
-    _run(pair23, [
+    assert_steps(pair23, [
         ("HSET", "h", "a", "1", "b", "2", "n", "10"),
         ("HPEXPIREAT", "h", far, "FIELDS", "2", "a", "n"),
         ("HGET", "h", "a"),

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 from helpers.aof_util import aof_server, keyspace, legacy_copy, logged, valkey_on
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.servers import Proc, start_trafikey, start_valkey
 
 
@@ -58,7 +58,7 @@ def test_events(servers: tuple[Proc, Proc], proto: int, flags: str) -> None:
     v, t = servers
     try:
         ve, te = streams_with_flags((v.port, t.port), flags, STEPS, proto)
-        compare(ve, te)
+        assert_same_events(ve, te)
     finally:
         for p in (v, t):
             r = redis.Redis(port=p.port)

@@ -19,7 +19,7 @@ from helpers.script import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commands.string.test_strings import encodings_agree
+from commands.string.test_strings import assert_encodings_agree
 from trafikey_server.util.glob import match
 
 FUTURE_MS = 4000000000123  # 2096
@@ -32,7 +32,7 @@ def parse_array(reply: bytes) -> list[bytes]:
     return [lines[i] for i in range(2, len(lines), 2)][: int(lines[0][1:])]
 
 
-def ttl_close(pair, key: str, cmd: str = "PTTL", slack: int = 1500) -> None:
+def assert_ttl_close(pair, key: str, cmd: str = "PTTL", slack: int = 1500) -> None:
     v, t = pair.both(cmd, key)
     vi, ti = int(v[1:]), int(t[1:])
     assert (vi < 0) == (ti < 0), (v, t)
@@ -225,16 +225,16 @@ def test_expire_family(pair23) -> None:
 def test_ttl_tolerance(pair) -> None:
     pair.check("SET", "k", "v")
     pair.check("EXPIRE", "k", "100")
-    ttl_close(pair, "k")
-    ttl_close(pair, "k", "TTL", 1)
-    ttl_close(pair, "k", "EXPIRETIME", 2)
-    ttl_close(pair, "k", "PEXPIRETIME", 1500)
+    assert_ttl_close(pair, "k")
+    assert_ttl_close(pair, "k", "TTL", 1)
+    assert_ttl_close(pair, "k", "EXPIRETIME", 2)
+    assert_ttl_close(pair, "k", "PEXPIRETIME", 1500)
     pair.check("PEXPIRE", "k", "5000")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("PEXPIRE", "k", "1000000", "GT")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("PEXPIRE", "k", "10000", "LT")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
 
 
 # -- renaming, copying, moving --------------------------------------------------------
@@ -782,7 +782,7 @@ def _cmd() -> st.SearchStrategy[tuple[str, ...]]:
 _TIMING = {"TTL": 1, "PTTL": 1500, "EXPIRETIME": 2, "PEXPIRETIME": 1500}
 
 
-def _compare(pair, cmd: tuple[str, ...]) -> None:
+def assert_alike(pair, cmd: tuple[str, ...]) -> None:
     name = cmd[0]
     if name == "OBJECT ENCODING":
         cmd = ("OBJECT", "ENCODING", cmd[1])
@@ -792,7 +792,7 @@ def _compare(pair, cmd: tuple[str, ...]) -> None:
         assert set(v) == set(t)
         return
     if name == "OBJECT ENCODING":
-        encodings_agree(pair, cmd[2])
+        assert_encodings_agree(pair, cmd[2])
         return
     v, t = pair.both(*cmd)
     if name in _TIMING and v[:1] == b":" and int(v[1:]) >= 0:
@@ -821,4 +821,4 @@ def test_random_command_sequences(pair, cmds: list[tuple[str, ...]]) -> None:
     pair.v.call("SELECT", "0")
     pair.t.call("SELECT", "0")
     for cmd in cmds:
-        _compare(pair, cmd)
+        assert_alike(pair, cmd)

@@ -10,7 +10,7 @@ LRANGE steps.
 from __future__ import annotations
 
 from services.blocking import test_blocking as shared
-from services.blocking.test_blocking import T, check
+from services.blocking.test_blocking import T, assert_scenario
 
 # The blocking layer's fixtures: the protocol (2 and 3) and the two sides.
 proto = shared.proto
@@ -23,7 +23,7 @@ def state(*keys: str) -> list[tuple]:
 
 
 def test_clients_served_in_the_order_they_blocked(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "l", "0")), ("blocked", 1),
         ("send", 2, ("BRPOP", "l", "0")), ("blocked", 2),
         ("send", 3, ("BLMPOP", "0", "1", "l", "LEFT", "COUNT", "2")), ("blocked", 3),
@@ -37,7 +37,7 @@ def test_clients_served_in_the_order_they_blocked(sides: Sides) -> None:
 
 
 def test_one_element_serves_one_client(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "l", "0")), ("blocked", 1),
         ("send", 2, ("BRPOP", "l", "0")), ("blocked", 2),
         ("call", 0, "LPUSH", "l", "a"), ("read", 1), ("blocked", 1),
@@ -47,7 +47,7 @@ def test_one_element_serves_one_client(sides: Sides) -> None:
 
 
 def test_first_non_empty_key_and_serve_order_after_a_transaction(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "b", "a", "0")), ("blocked", 1),
         ("send", 2, ("BRPOP", "a", "0")), ("blocked", 2),
         ("send", 3, ("BLMPOP", "0", "2", "a", "b", "RIGHT", "COUNT", "10")), ("blocked", 3),
@@ -62,7 +62,7 @@ def test_first_non_empty_key_and_serve_order_after_a_transaction(sides: Sides) -
 
 
 def test_a_script_serves_after_it_ends(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "l", "0")), ("blocked", 1),
         ("call", 0, "EVAL", "redis.call('rpush', KEYS[1], 'a', 'b'); return redis.call('lpop', KEYS[1])", "1", "l"),
         ("read", 1), ("blocked", 0), *state("l"),
@@ -70,7 +70,7 @@ def test_a_script_serves_after_it_ends(sides: Sides) -> None:
 
 
 def test_a_push_and_pop_in_a_transaction_serves_nobody(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "l", "0"), ("PING", "after")), ("blocked", 1),
         ("call", 0, "MULTI"), ("call", 0, "RPUSH", "l", "a"), ("call", 0, "LPOP", "l"), ("call", 0, "EXEC"),
         ("info", "blocked_clients"),
@@ -81,7 +81,7 @@ def test_a_push_and_pop_in_a_transaction_serves_nobody(sides: Sides) -> None:
 
 
 def test_blmove_wakes_the_client_waiting_on_its_destination(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLMOVE", "a", "b", "LEFT", "RIGHT", "0")), ("blocked", 1),
         ("send", 2, ("BRPOPLPUSH", "b", "c", "0")), ("blocked", 2),
         ("send", 3, ("BLPOP", "c", "0")), ("blocked", 3),
@@ -92,7 +92,7 @@ def test_blmove_wakes_the_client_waiting_on_its_destination(sides: Sides) -> Non
 
 
 def test_blmove_onto_its_own_source(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLMOVE", "a", "a", "LEFT", "RIGHT", "0")), ("blocked", 1),
         ("send", 2, ("BLPOP", "a", "0")), ("blocked", 2),
         ("call", 0, "RPUSH", "a", "x", "y"),
@@ -101,7 +101,7 @@ def test_blmove_onto_its_own_source(sides: Sides) -> None:
 
 
 def test_a_wrong_type_waits_for_a_list(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "k", "0")), ("blocked", 1),
         ("call", 0, "ZADD", "k", "1", "a"), ("info", "blocked_clients"),
         ("call", 0, "DEL", "k"), ("call", 0, "RPUSH", "k", "v"),
@@ -113,7 +113,7 @@ def test_a_wrong_type_waits_for_a_list(sides: Sides) -> None:
 
 
 def test_timeouts_and_unblock(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BLPOP", "l", T)), ("blocked", 1),
         ("send", 2, ("BLMOVE", "l", "d", "LEFT", "LEFT", T)), ("blocked", 2),
         ("send", 3, ("BLMPOP", T, "1", "l", "LEFT")), ("blocked", 3),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, keyspace, streams_with_flags
+from helpers.keyevents import assert_same_events, keyspace, streams_with_flags
 from helpers.servers import Proc, own_pair
 
 SEQUENCE = [
@@ -45,7 +45,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_list_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEnm", SEQUENCE, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     assert sum(len(e) for _, _, e in streams[0]) > 100
     assert keyspace(servers[0].port) == keyspace(servers[1].port)
 
@@ -53,4 +53,4 @@ def test_list_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> Non
 @pytest.mark.parametrize("flags", ["Kl", "El", "Eg", "KEA"])
 def test_list_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE, 2)
-    compare(*streams)
+    assert_same_events(*streams)

@@ -27,7 +27,7 @@ def sp(pair23):
     return pair23
 
 
-def same_keyspace(valkey: Proc, trafikey: Proc) -> None:
+def assert_same_keyspace(valkey: Proc, trafikey: Proc) -> None:
     assert keyspace(trafikey.port) == keyspace(valkey.port)
 
 
@@ -57,11 +57,11 @@ def test_many_arguments_write_and_refusals(sp, valkey_server: Proc, trafikey_ser
         "local ok, e = pcall(redis.call, 'nosuch', unpack(a)) return {tostring(ok), e['err']}",
     ]:
         sp.check("EVAL", FILL % 7999 + body, 0)
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
     sp.check("EVAL", "local a = {} for i = 1, 7998 do a[i] = 'v' .. i end\n"
              "return redis.call('mset', 'x', '2', unpack(a))", 0)
     sp.check("DBSIZE")
-    same_keyspace(valkey_server, trafikey_server)
+    assert_same_keyspace(valkey_server, trafikey_server)
 
 
 @pytest.mark.parametrize("body", [
@@ -120,7 +120,7 @@ class Spare(Pair):
         assert read(self.t) == read(self.v)
 
     def keyspace(self) -> None:
-        same_keyspace(*self.procs)
+        assert_same_keyspace(*self.procs)
 
     def close(self) -> None:
         for w in (self.v, self.t):

@@ -98,7 +98,7 @@ def contents(reply: bytes, any_order: bool = False):  # type: ignore[no-untyped-
     return value
 
 
-def check_contents(pair, *args: object, any_order: bool = False):  # type: ignore[no-untyped-def]
+def assert_same_contents(pair, *args: object, any_order: bool = False):  # type: ignore[no-untyped-def]
     v, t = pair.both(*args)
     assert contents(t, any_order) == contents(v, any_order), f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
     return v
@@ -146,7 +146,7 @@ def test_returned_maps_and_sets_several_keys(sp) -> None:
                  "redis.setresp(3) return {map={a=1, b=false, c={double=2.5}}}",
                  "return {1, {map={x=1, y=2, z=3}}, {set={p=true, q=true}}}"]:
         # a RESP2 client gets maps and sets as arrays: any order there too
-        check_contents(sp, "EVAL", body, 0, any_order=True)
+        assert_same_contents(sp, "EVAL", body, 0, any_order=True)
 
 
 def test_nesting_limits(sp) -> None:
@@ -970,8 +970,8 @@ def test_function_list(sp) -> None:
         ("FUNCTION", "LIST", "FOO"), ("FUNCTION", "STATS"),
     ]:
         sp.check(*cmd)
-    check_contents(sp, "FUNCTION", "LIST", any_order=True)
-    check_contents(sp, "FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "lib*", any_order=True)
+    assert_same_contents(sp, "FUNCTION", "LIST", any_order=True)
+    assert_same_contents(sp, "FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "lib*", any_order=True)
 
 
 def _lib(name: str, body: str) -> str:

@@ -26,7 +26,7 @@ def locked() -> Iterator[tuple[Proc, Proc]]:
     t.stop()
 
 
-def _same(ports: tuple[int, int], steps: list[tuple[object, ...]]) -> None:
+def assert_same_replies(ports: tuple[int, int], steps: list[tuple[object, ...]]) -> None:
     """One fresh connection to each server; every step's replies equal."""
     wv, wt = Wire(ports[0]), Wire(ports[1])
     try:
@@ -43,14 +43,14 @@ def _ports(pair: tuple[Proc, Proc]) -> tuple[int, int]:
 
 
 def test_unauthenticated_commands_are_refused(locked: tuple[Proc, Proc]) -> None:
-    _same(_ports(locked), [
+    assert_same_replies(_ports(locked), [
         ("PING",), ("GET", "k"), ("SET", "k", "v"), ("NOSUCH",), ("GET",), ("CLIENT", "NOSUCH"),
         ("ACL", "WHOAMI"), ("EMQ.VERSION",), ("MULTI",), ("EXEC",), ("QUIT",),
     ])
 
 
 def test_auth_forms_and_wrong_passwords(locked: tuple[Proc, Proc]) -> None:
-    _same(_ports(locked), [
+    assert_same_replies(_ports(locked), [
         ("AUTH", "wrong"), ("AUTH", "default", "wrong"), ("AUTH", "nobody", PASSWORD), ("AUTH", ""),
         ("AUTH",), ("AUTH", "a", "b", "c"), ("PING",), ("AUTH", PASSWORD), ("PING",), ("ACL", "WHOAMI"),
         ("AUTH", "wrong"), ("PING",),  # a failed AUTH keeps the earlier login
@@ -59,7 +59,7 @@ def test_auth_forms_and_wrong_passwords(locked: tuple[Proc, Proc]) -> None:
 
 
 def test_hello_auth_order(locked: tuple[Proc, Proc]) -> None:
-    _same(_ports(locked), [
+    assert_same_replies(_ports(locked), [
         ("HELLO",), ("HELLO", "2"), ("HELLO", "4"), ("HELLO", "x"), ("HELLO", "3", "AUTH", "default"),
         ("HELLO", "3", "BOGUS"), ("HELLO", "2", "AUTH", "default", "wrong"),
         ("HELLO", "2", "SETNAME", "bad name", "AUTH", "default", PASSWORD),
@@ -77,11 +77,11 @@ def test_hello_auth_order(locked: tuple[Proc, Proc]) -> None:
 
 
 def test_reset_logs_out(locked: tuple[Proc, Proc]) -> None:
-    _same(_ports(locked), [("AUTH", PASSWORD), ("PING",), ("RESET",), ("PING",), ("ACL", "WHOAMI")])
+    assert_same_replies(_ports(locked), [("AUTH", PASSWORD), ("PING",), ("RESET",), ("PING",), ("ACL", "WHOAMI")])
 
 
 def test_requirepass_is_the_default_users_password(locked: tuple[Proc, Proc]) -> None:
-    _same(_ports(locked), [
+    assert_same_replies(_ports(locked), [
         ("AUTH", PASSWORD), ("ACL", "LIST"), ("ACL", "GETUSER", "default"), ("CONFIG", "GET", "requirepass"),
     ])
 
@@ -91,15 +91,15 @@ def test_requirepass_changes_at_runtime() -> None:
     try:
         ports = _ports(pair)
         wv, wt = Wire(ports[0]), Wire(ports[1])  # connected while no password is set
-        _same(ports, [("AUTH", "x"), ("CONFIG", "SET", "requirepass", "pw"), ("ACL", "LIST"), ("PING",)])
-        _same(ports, [("PING",), ("AUTH", "pw"), ("PING",), ("CONFIG", "SET", "requirepass", "")])
-        _same(ports, [("PING",), ("ACL", "LIST"), ("AUTH", "pw")])
+        assert_same_replies(ports, [("AUTH", "x"), ("CONFIG", "SET", "requirepass", "pw"), ("ACL", "LIST"), ("PING",)])
+        assert_same_replies(ports, [("PING",), ("AUTH", "pw"), ("PING",), ("CONFIG", "SET", "requirepass", "")])
+        assert_same_replies(ports, [("PING",), ("ACL", "LIST"), ("AUTH", "pw")])
         # A connection that never authenticated is let in once the default
         # user takes no password again, and refused while it needs one.
-        _same(ports, [("CONFIG", "SET", "requirepass", "pw2")])
+        assert_same_replies(ports, [("CONFIG", "SET", "requirepass", "pw2")])
         assert wv.call("PING") == wt.call("PING") == b"+PONG\r\n"  # logged in when it connected
-        _same(ports, [("ACL", "SETUSER", "default", "off")])
-        _same(ports, [("PING",), ("AUTH", "pw2"), ("PING",), ("ACL", "LIST")])
+        assert_same_replies(ports, [("ACL", "SETUSER", "default", "off")])
+        assert_same_replies(ports, [("PING",), ("AUTH", "pw2"), ("PING",), ("ACL", "LIST")])
         wv.close()
         wt.close()
     finally:

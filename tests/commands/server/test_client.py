@@ -178,14 +178,14 @@ def sides(valkey_server, trafikey_server) -> Iterator[tuple[Side, Side]]:  # typ
     t.close()
 
 
-def run(v: Side, t: Side, role: str, *args: bytes | str | int) -> bytes:
+def assert_same_reply(v: Side, t: Side, role: str, *args: bytes | str | int) -> bytes:
     """The same request from the same role on both; the replies must match."""
     rv, rt = v.call(role, *args), t.call(role, *args)
     assert rt == rv, f"{role}: {args!r}\n valkey:   {rv!r}\n trafikey: {rt!r}"
     return rv
 
 
-def same_lines(v: Side, t: Side, role: str, *args: bytes | str | int, templated: bool = True) -> list:
+def assert_same_lines(v: Side, t: Side, role: str, *args: bytes | str | int, templated: bool = True) -> list:
     """A CLIENT LIST / INFO from role on both; the normalised lines must match."""
     rv, rt = v.call(role, *args), t.call(role, *args)
     caller = role if templated else None
@@ -198,7 +198,7 @@ def _setup(v: Side, t: Side) -> None:
     """Connections in the states CLIENT LIST describes: named and in another
     database over RESP3 (a), watching keys in two databases (b), in MULTI
     with queued commands (c), with no-evict and no-touch (d)."""
-    run(v, t, "me", "FLUSHALL")
+    assert_same_reply(v, t, "me", "FLUSHALL")
     for role, *args in (
         ("a", "CLIENT", "SETNAME", "alpha"), ("a", "CLIENT", "SETINFO", "LIB-NAME", "libA"),
         ("a", "CLIENT", "SETINFO", "LIB-VER", "1.0"), ("a", "SELECT", "3"),
@@ -206,7 +206,7 @@ def _setup(v: Side, t: Side) -> None:
         ("c", "MULTI"), ("c", "SET", "x", "y"), ("c", "GET", "x"),
         ("d", "CLIENT", "NO-EVICT", "on"), ("d", "CLIENT", "NO-TOUCH", "on"),
     ):
-        run(v, t, role, *args)
+        assert_same_reply(v, t, role, *args)
     for side in (v, t):
         side.call("a", "HELLO", "3")  # the reply holds the ID: not compared
 
@@ -214,19 +214,19 @@ def _setup(v: Side, t: Side) -> None:
 def test_list_and_info_lines(sides: tuple[Side, Side]) -> None:
     v, t = sides
     _setup(v, t)
-    lines = same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
+    lines = assert_same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
     assert [dict(line)["id"] for line in lines] == ["me", "a", "b", "c", "d"]
     for role in ("me", "a", "b", "d"):  # c would only queue it
-        same_lines(v, t, role, "CLIENT", "INFO", templated=False)
+        assert_same_lines(v, t, role, "CLIENT", "INFO", templated=False)
     # A touched watch dooms b's transaction-to-be: watches dropped, and
     # while c waits in MULTI a queuing error empties its queue.
-    run(v, t, "me", "SET", "w2", "1")
-    run(v, t, "c", "NOSUCH")
-    run(v, t, "c", "GET", "z")
-    same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
+    assert_same_reply(v, t, "me", "SET", "w2", "1")
+    assert_same_reply(v, t, "c", "NOSUCH")
+    assert_same_reply(v, t, "c", "GET", "z")
+    assert_same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
     for role, *args in (("b", "MULTI"), ("b", "GET", "x"), ("b", "EXEC"), ("c", "EXEC"), ("b", "RESET")):
-        run(v, t, role, *args)
-    same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
+        assert_same_reply(v, t, role, *args)
+    assert_same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{all}")
 
 
 @pytest.mark.parametrize("proto", [2, 3])
@@ -246,8 +246,8 @@ def test_transaction_state_fields(valkey_server, trafikey_server, proto: int) ->
         ("WATCH", "k1", "k2"), ("FLUSHDB",), ("MULTI",), ("PING",), ("EXEC",), ("WATCH", "k1"), ("SWAPDB", "0", "5"),
     ]
     for step in steps:
-        run(v, t, "x", *step)
-        same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{id_x}")
+        assert_same_reply(v, t, "x", *step)
+        assert_same_lines(v, t, "me", "CLIENT", "LIST", "ID", "{id_x}")
     v.close()
     t.close()
 
@@ -334,7 +334,7 @@ def _select_cases() -> list[tuple[tuple[bytes | str, ...], str]]:
 def test_list_selects_like_valkey(sides: tuple[Side, Side], filters: tuple[bytes | str, ...], label: str) -> None:
     v, t = sides
     _setup(v, t)
-    same_lines(v, t, "me", "CLIENT", "LIST", *filters)
+    assert_same_lines(v, t, "me", "CLIENT", "LIST", *filters)
 
 
 # -- KILL -------------------------------------------------------------------------------
@@ -375,9 +375,9 @@ def test_kill_closes_the_same_connections(sides: tuple[Side, Side], filters: str
 
 def test_kill_old_form(sides: tuple[Side, Side]) -> None:
     v, t = sides
-    run(v, t, "me", "CLIENT", "KILL", "{addr_a}")
-    run(v, t, "me", "CLIENT", "KILL", "{addr_a}")  # gone: "No such client"
-    run(v, t, "me", "CLIENT", "KILL", b"{addr_b}\x00junk")  # read up to the NUL
+    assert_same_reply(v, t, "me", "CLIENT", "KILL", "{addr_a}")
+    assert_same_reply(v, t, "me", "CLIENT", "KILL", "{addr_a}")  # gone: "No such client"
+    assert_same_reply(v, t, "me", "CLIENT", "KILL", b"{addr_b}\x00junk")  # read up to the NUL
     assert _killed(t) == _killed(v) == ["a", "b"]
 
 

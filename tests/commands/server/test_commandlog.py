@@ -146,7 +146,7 @@ def sized(quiet: Pair) -> Iterator[Pair]:
     _reset(quiet)
 
 
-def _same_logs(pair: Pair) -> None:
+def assert_same_logs(pair: Pair) -> None:
     _thresholds(pair, 1048576, 1048576)  # the reads below are not logged
     for kind in ("large-request", "large-reply"):
         assert _entries(pair.t, kind) == _entries(pair.v, kind), kind
@@ -173,7 +173,7 @@ def test_sizes_at_the_thresholds(sized: Pair) -> None:
         w.call("AUTH", "nosuchuser", "x" * 40)  # logged with its arguments hidden
         w.call("HSET", "h", *("f%d" % i for i in range(40)), "v")  # refused: the error is logged as a reply
         w.call("CONFIG", "SET", "commandlog-reply-larger-than", "1")
-    _same_logs(sized)
+    assert_same_logs(sized)
 
 
 def test_transactions_and_scripts(sized: Pair) -> None:
@@ -189,7 +189,7 @@ def test_transactions_and_scripts(sized: Pair) -> None:
         w.call("FUNCTION", "LOAD", "#!lua name=cl\nserver.register_function('f', function(k, a) "
                                    "return server.call('echo', a[1]) end)")
         w.call("FCALL", "f", "0", "z" * 70)
-    _same_logs(sized)
+    assert_same_logs(sized)
 
 
 def test_large_requests_in_pieces_and_pipelines(sized: Pair) -> None:
@@ -203,7 +203,7 @@ def test_large_requests_in_pieces_and_pipelines(sized: Pair) -> None:
         assert w.read_reply() == b"+OK\r\n"
         w.pipeline([("SET", "p%d" % i, "v" * 100) for i in range(20)] + [("GET", "big"), ("MGET", "big", "big")])
         w.pipeline([("SET", "q", "w" * 990), ("APPEND", "q", "w" * 1000), ("GETRANGE", "q", "0", "-1")])
-    _same_logs(sized)
+    assert_same_logs(sized)
 
 
 @pytest.mark.parametrize("setting", ["max-len", "disabled"])
@@ -217,6 +217,6 @@ def test_lengths_and_switching_off(sized: Pair, setting: str) -> None:
         for i in range(6):
             w.call("SET", "k%d" % i, "v" * i)
             w.call("GET", "k%d" % i)
-    _same_logs(sized)
+    assert_same_logs(sized)
     sized.check("COMMANDLOG", "RESET", "large-request")
     sized.check("COMMANDLOG", "LEN", "large-request")

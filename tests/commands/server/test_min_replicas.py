@@ -37,17 +37,17 @@ def test_writes_refused_without_good_replicas(servers: tuple[Proc, Proc], proto:
     v, t = servers
     wv, wt = Wire(v.port), Wire(t.port)
     try:
-        def check(*args: object) -> bytes:
+        def assert_same(*args: object) -> bytes:
             a, b = wv.call(*args), wt.call(*args)  # type: ignore[arg-type]
             assert b == a, f"{args!r}\n valkey:   {a!r}\n trafikey: {b!r}"
             return a
 
-        check("FLUSHALL")
+        assert_same("FLUSHALL")
         for w in (wv, wt):
             w.call("HELLO", proto)  # the client ids in the replies differ
-        check("SET", "x", "1")
-        check("CONFIG", "RESETSTAT")
-        check("CONFIG", "SET", "min-replicas-to-write", "2")
+        assert_same("SET", "x", "1")
+        assert_same("CONFIG", "RESETSTAT")
+        assert_same("CONFIG", "SET", "min-replicas-to-write", "2")
         for cmd in [("SET", "x", "2"), ("INCR", "x"), ("DEL", "x"), ("GET", "x"), ("EXISTS", "x"),
                     ("SET", "x"), ("FLUSHALL",), ("PING",),
                     ("MULTI",), ("SET", "x", "3"), ("GET", "x"), ("EXEC",),
@@ -55,11 +55,11 @@ def test_writes_refused_without_good_replicas(servers: tuple[Proc, Proc], proto:
                     ("MULTI",), ("EVAL", "#!lua\nreturn 1", 0), ("EXEC",),
                     ("MULTI",), ("EVAL", "#!lua flags=no-writes\nreturn 1", 0), ("EXEC",),
                     ("EVAL", "#!lua\nreturn 1", 0), ("EVAL", "return redis.call('incr', 'x')", 0)]:
-            check(*cmd)
+            assert_same(*cmd)
         assert _stats(wt) == _stats(wv)
         assert keyspace(t.port) == keyspace(v.port)
-        check("CONFIG", "SET", "min-replicas-to-write", "0")
-        check("SET", "x", "4")
+        assert_same("CONFIG", "SET", "min-replicas-to-write", "0")
+        assert_same("SET", "x", "4")
         assert keyspace(t.port) == keyspace(v.port)
     finally:
         for w in (wv, wt):

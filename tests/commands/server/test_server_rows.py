@@ -13,7 +13,7 @@ from helpers.resp_wire import Wire
 from helpers.servers import start_trafikey, start_valkey
 
 
-def _keyspace(p: Pair) -> None:
+def assert_empty_keyspace(p: Pair) -> None:
     assert p.check("DBSIZE") == b":0\r\n"
 
 
@@ -37,7 +37,7 @@ def test_role_of_a_primary_without_replicas(pair23: Pair) -> None:
         role = w.call("ROLE")
         assert role in {b"*3\r\n$6\r\nmaster\r\n:%d\r\n*0\r\n" % o for o in (before, _repl_offset(w))}, role
     pair23.check("ROLE", "x")
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 def test_replicaof_no_one_on_a_primary(pair23: Pair) -> None:
@@ -74,7 +74,7 @@ def test_module_list_help_and_syntax(pair23: Pair) -> None:
     pair23.check_all(("MODULE", "LIST"), ("MODULE", "HELP"), ("MODULE", "help"), ("MODULE", "LIST", "x"),
                      ("MODULE", "HELP", "x"), ("MODULE", "FOO"), ("MODULE",), ("MODULE", "UNLOAD"),
                      ("MODULE", "LOAD"))
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 @pytest.fixture(scope="module", params=["no", "yes"], ids=["modules-off", "modules-on"])
@@ -114,7 +114,7 @@ def test_lolwut_version_line(pair23: Pair) -> None:
     pair23.check_all(("LOLWUT", "VERSION", "x"), ("LOLWUT", "VERSION", "5", "x"), ("LOLWUT", "VERSION", "6", "1", "y"),
                      ("LOLWUT", "foo"), ("LOLWUT", "VERSION"), ("LOLWUT", "1.5"), ("LOLWUT", "1", "1", "x"),
                      ("LOLWUT", "1", "1", "0.5", "0.25", "1"))
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 @pytest.mark.parametrize("args", [(), ("VERSION", "5"), ("VERSION", "6"), ("VERSION", "9"), ("VERSION", "4294967301"),
@@ -135,7 +135,7 @@ def test_lolwut_art_frame(pair23: Pair, args: tuple[str, ...]) -> None:
 def test_memory_malloc_stats_and_purge(pair23: Pair) -> None:
     pair23.check_all(("MEMORY", "MALLOC-STATS"), ("MEMORY", "PURGE"), ("MEMORY", "malloc-stats", "x"),
                      ("MEMORY", "PURGE", "x"), ("MEMORY", "HELP"))
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 # -- CLIENT CAPA, CLIENT IMPORT-SOURCE, and the flags READONLY sets ----------------------------
@@ -146,29 +146,29 @@ def _flags(p: Pair) -> tuple[bytes, bytes]:
     return tuple(re.search(rb"flags=\S+ capa=\S*", x).group() for x in (v, t))  # type: ignore[union-attr,return-value]
 
 
-def _same_flags(p: Pair) -> bytes:
+def assert_same_flags(p: Pair) -> bytes:
     v, t = _flags(p)
     assert t == v
     return v
 
 
 def test_client_capa(pair23: Pair) -> None:
-    assert _same_flags(pair23) == b"flags=N capa="
+    assert assert_same_flags(pair23) == b"flags=N capa="
     pair23.check_all(("CLIENT", "CAPA"), ("CLIENT", "CAPA", "foo"))
-    assert _same_flags(pair23) == b"flags=N capa="
+    assert assert_same_flags(pair23) == b"flags=N capa="
     pair23.check_all(("CLIENT", "CAPA", "foo", "REDIRECT"), ("CLIENT", "CAPA", "redirect"))
-    assert _same_flags(pair23) == b"flags=N capa=r"
+    assert assert_same_flags(pair23) == b"flags=N capa=r"
     pair23.check("RESET")
-    assert _same_flags(pair23) == b"flags=N capa=r"
+    assert assert_same_flags(pair23) == b"flags=N capa=r"
 
 
 def test_readonly_flag(pair23: Pair) -> None:
     pair23.check_all(("READONLY",), ("CLIENT", "NO-EVICT", "ON"), ("CLIENT", "NO-TOUCH", "ON"))
-    assert _same_flags(pair23) == b"flags=reT capa="
+    assert assert_same_flags(pair23) == b"flags=reT capa="
     pair23.check("READWRITE")
-    assert _same_flags(pair23) == b"flags=eT capa="
+    assert assert_same_flags(pair23) == b"flags=eT capa="
     pair23.check_all(("READONLY",), ("RESET",))
-    assert _same_flags(pair23) == b"flags=N capa="
+    assert assert_same_flags(pair23) == b"flags=N capa="
 
 
 def test_client_import_source(pair23: Pair) -> None:
@@ -179,16 +179,16 @@ def test_client_import_source(pair23: Pair) -> None:
     try:
         pair23.check_all(("CONFIG", "SET", "import-mode", "yes"), ("CLIENT", "IMPORT-SOURCE", "x"),
                          ("CLIENT", "IMPORT-SOURCE", "on"), ("READONLY",), ("CLIENT", "NO-TOUCH", "ON"))
-        assert _same_flags(pair23) == b"flags=rTI capa="
+        assert assert_same_flags(pair23) == b"flags=rTI capa="
         pair23.check_all(off, ("CLIENT", "IMPORT-SOURCE", "ON"))
-        assert _same_flags(pair23) == b"flags=rTI capa="
+        assert assert_same_flags(pair23) == b"flags=rTI capa="
         pair23.check("CLIENT", "IMPORT-SOURCE", "OFF")
-        assert _same_flags(pair23) == b"flags=rT capa="
+        assert assert_same_flags(pair23) == b"flags=rT capa="
         pair23.check_all(("CONFIG", "SET", "import-mode", "yes"), ("CLIENT", "IMPORT-SOURCE", "on"), ("RESET",))
-        assert _same_flags(pair23) == b"flags=N capa="
+        assert assert_same_flags(pair23) == b"flags=N capa="
     finally:
         pair23.check(*off)
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 # -- SCRIPT DEBUG: NO and every refusal as Valkey; YES/SYNC refused (no Lua debugger) -----------
@@ -199,7 +199,7 @@ def test_script_debug(pair23: Pair) -> None:
                      ("SCRIPT", "DEBUG"), ("SCRIPT", "DEBUG", "no", "lua", "z"), ("SCRIPT", "HELP"))
     pair23.check_all(("MULTI",), ("SCRIPT", "DEBUG", "x", "y"), ("SCRIPT", "DEBUG", "x"), ("SCRIPT", "DEBUG", "no"),
                      ("SCRIPT", "DEBUG", "no", "lua", "z"), ("EXEC",))
-    _keyspace(pair23)
+    assert_empty_keyspace(pair23)
 
 
 @pytest.mark.parametrize("mode", ["YES", "sync"])

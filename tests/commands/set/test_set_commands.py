@@ -19,11 +19,11 @@ from helpers.resp_wire import Wire
 from helpers.script import run, words
 
 
-def both_state(valkey_server: Any, trafikey_server: Any) -> None:
+def assert_same_keyspace(valkey_server: Any, trafikey_server: Any) -> None:
     assert keyspace(trafikey_server.port) == keyspace(valkey_server.port)
 
 
-def refused(pair: Any, valkey_server: Any, trafikey_server: Any, script: str) -> None:
+def assert_refused(pair: Any, valkey_server: Any, trafikey_server: Any, script: str) -> None:
     """Each line is an error on both servers, with the same text, and the
     keyspace stays as it was."""
     before = keyspace(valkey_server.port)
@@ -152,7 +152,7 @@ def test_wrongtype_and_arity(pair23, valkey_server, trafikey_server) -> None:
         SET str x
         SADD s a b
     """)
-    refused(pair23, valkey_server, trafikey_server, """
+    assert_refused(pair23, valkey_server, trafikey_server, """
         SADD str a
         SREM str a
         SCARD str
@@ -194,7 +194,7 @@ def test_wrongtype_and_arity(pair23, valkey_server, trafikey_server) -> None:
 
 def test_count_and_numkeys_errors(pair23, valkey_server, trafikey_server) -> None:
     run(pair23, "SADD s a b c")
-    refused(pair23, valkey_server, trafikey_server, """
+    assert_refused(pair23, valkey_server, trafikey_server, """
         SPOP s -1
         SPOP s x
         SPOP s 9223372036854775808

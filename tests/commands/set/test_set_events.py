@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from helpers.aof_util import keyspace
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.servers import Proc, own_pair
 
 SEQUENCE: list[tuple] = [
@@ -42,7 +42,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_set_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEm", SEQUENCE, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     assert sum(len(e) for _, _, e in streams[0]) > 60
     assert keyspace(servers[0].port) == keyspace(servers[1].port)
 
@@ -51,4 +51,4 @@ def test_set_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None
 def test_set_class_flag(servers: tuple[Proc, Proc], flags: str) -> None:
     """Set events belong to the ``s`` class; ``del`` to ``g``."""
     streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE[:25], 2)
-    compare(*streams)
+    assert_same_events(*streams)

@@ -217,7 +217,7 @@ def workload(r: redis.Redis) -> None:
     r3.close()
 
 
-def _replays(d: str, expected: dict[Any, Any]) -> None:
+def assert_replays(d: str, expected: dict[Any, Any]) -> None:
     again = aof_server(d)
     try:
         assert keyspace(again.port) == expected
@@ -251,7 +251,7 @@ def test_aof_round_trip_logs_effects() -> None:
     p_srems = [c for c in cmds if c[:2] == [b"SREM", b"p"]]
     assert [len(c) - 2 for c in p_srems] == [1024, 476]
     assert expected[(0, b"p")][1] and len(expected[(0, b"p")][1]) == 500
-    _replays(d, expected)
+    assert_replays(d, expected)
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -281,6 +281,6 @@ def test_aof_rewrite_writes_sadd_batches() -> None:
     sadds = [c for c in cmds if c[0].upper() == b"SADD"]
     assert sadds and max(len(c) - 2 for c in sadds) == 64
     assert not [c for c in cmds if c[0].upper() in (b"SREM", b"SPOP", b"UNLINK")]
-    _replays(d, expected)
+    assert_replays(d, expected)
     shutil.rmtree(d, ignore_errors=True)
 

@@ -47,7 +47,7 @@ def snapshot(port: int) -> dict[bytes, tuple[bytes, Any, bool]]:
     return out
 
 
-def same_keyspace(pair: Pair) -> None:
+def assert_same_keyspace(pair: Pair) -> None:
     assert snapshot(pair.t.port) == snapshot(pair.v.port)
 
 
@@ -107,7 +107,7 @@ def test_sort_lists_sets_zsets(pair23: Pair) -> None:
         sort l asc desc asc
         sort l ALPHA alpha desc
     """)
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_sort_by_nosort_keeps_native_order(pair23: Pair) -> None:
@@ -229,7 +229,7 @@ def test_sort_weights_as_strtod_reads_them(pair23: Pair) -> None:
         SORT ms BY score:* STORE dst
         EXISTS dst
     """)
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_sort_ties_and_bytes(pair23: Pair) -> None:
@@ -303,7 +303,7 @@ def test_sort_store(pair23: Pair) -> None:
         SORT l "alpha\0x" "desc\0" LIMIT 0 2 "store\0" dst2
         LRANGE dst2 0 -1
     """)
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_sort_store_encodings(pair: Pair) -> None:
@@ -377,7 +377,7 @@ def test_sort_errors_leave_keyspace(pair23: Pair) -> None:
         SORT l "limit\0" 0 1
     """)
     assert snapshot(pair23.v.port) == before
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_command_getkeys(pair: Pair) -> None:
@@ -419,7 +419,7 @@ def test_sort_in_multi(pair23: Pair) -> None:
         SORT
         EXEC
     """)
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_sort_in_scripts(pair23: Pair) -> None:
@@ -448,7 +448,7 @@ def test_sort_in_scripts(pair23: Pair) -> None:
         EVAL_RO "return redis.call('sort_ro',KEYS[1],'by','nosort')" 1 ht
         EVAL_RO "return redis.pcall('sort',KEYS[1])" 1 l
     """)
-    same_keyspace(pair23)
+    assert_same_keyspace(pair23)
 
 
 def test_sort_in_function(pair: Pair) -> None:

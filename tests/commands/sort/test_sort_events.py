@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.servers import Proc, lazy_expiry_pair
 
 from .test_sort_commands import snapshot
@@ -53,7 +53,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_sort_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEmn", SEQUENCE, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     events = [e for _, _, es in streams[0] for e in es]
     assert any(b"sortstore" in e for e in events)
     assert any(b"keymiss" in e for e in events)
@@ -64,4 +64,4 @@ def test_sort_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> Non
 def test_sort_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
     """``sortstore`` is a list event, ``del`` a generic one, ``keymiss`` its own."""
     streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE, 2)
-    compare(*streams)
+    assert_same_events(*streams)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from helpers.aof_util import logged_beside_valkey, replays
+from helpers.aof_util import assert_replays, logged_beside_valkey
 
 WORKLOAD: list[tuple[Any, ...]] = [
     ("RPUSH", "l", "3", "1", "2"), ("SORT", "l"), ("SORT_RO", "l", "BY", "nosort"),
@@ -40,6 +40,6 @@ def test_sort_store_is_logged_as_valkey_logs_it() -> None:
     sorts = [c for c in v.log if c[0].lower() == b"sort"]
     assert len(sorts) == 10
     # Our log replays, in our server and in Valkey, to what the servers held.
-    replays(t.dir, v.keyspace)
+    assert_replays(t.dir, v.keyspace)
     shutil.rmtree(v.dir, ignore_errors=True)
     shutil.rmtree(t.dir, ignore_errors=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.servers import Proc, own_pair
 
 SEQUENCE = [
@@ -48,11 +48,11 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_stream_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEnm", SEQUENCE, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     assert sum(len(e) for _, _, e in streams[0]) > 80
 
 
 @pytest.mark.parametrize("flags", ["Kt", "Et", "Eg", "KEA"])
 def test_stream_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), flags, SEQUENCE, 2)
-    compare(*streams)
+    assert_same_events(*streams)

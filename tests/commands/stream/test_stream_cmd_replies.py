@@ -45,7 +45,7 @@ def masked(reply: bytes) -> bytes:
     return re.sub(rb":1[6-9]\d{11}\r\n", b":T\r\n", reply)  # delivery times (ms since the epoch)
 
 
-def run(p: Pair, steps: list[tuple]) -> None:
+def assert_steps(p: Pair, steps: list[tuple]) -> None:
     for step in steps:
         v, t = p.both(*step)
         if v.startswith(b"-"):
@@ -54,7 +54,7 @@ def run(p: Pair, steps: list[tuple]) -> None:
             assert masked(t) == masked(v), f"{step!r}\n valkey:   {v!r}\n trafikey: {t!r}"
 
 
-def refused(p: Pair, steps: list[tuple]) -> None:
+def assert_refused(p: Pair, steps: list[tuple]) -> None:
     """Each step is refused with Valkey's error and changes nothing."""
     before = state(p.t)
     assert before == state(p.v)
@@ -73,8 +73,8 @@ SETUP = [
 
 
 def test_xadd_ids_and_trimming(pair23: Pair) -> None:
-    run(pair23, SETUP)
-    run(pair23, [
+    assert_steps(pair23, SETUP)
+    assert_steps(pair23, [
         ("XADD", "s", "NOMKSTREAM", "4-0", "x", "y"), ("XADD", "nokey", "NOMKSTREAM", "4-0", "x", "y"),
         ("XADD", "s", "MAXLEN", "=", "4", "5-0", "a", "b"), ("XADD", "s", "MINID", "3", "6-0", "a", "b"),
         ("XADD", "s", "MAXLEN", "10", "7-0", "a", "b"), ("XADD", "s", "MAXLEN", "~", "2", "8-0", "a", "b"),
@@ -86,8 +86,8 @@ def test_xadd_ids_and_trimming(pair23: Pair) -> None:
 
 
 def test_xadd_refusals(pair23: Pair) -> None:
-    run(pair23, SETUP)
-    refused(pair23, [
+    assert_steps(pair23, SETUP)
+    assert_refused(pair23, [
         ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "3-5", "a", "1"), ("XADD", "s", "0-0", "a", "1"),
         ("XADD", "nokey", "0-0", "a", "1"), ("XADD", "nokey", "0", "a", "1"), ("XADD", "s", "3-5", "a"),
         ("XADD", "s", "3-6", "a", "b", "c"), ("XADD", "s", "*"), ("XADD", "nokey", "+", "a", "b"),
@@ -106,13 +106,13 @@ def test_xadd_refusals(pair23: Pair) -> None:
         ("XADD", "str", "4-0", "a", "b"), ("XADD", "str", "NOMKSTREAM", "4-0", "a", "b"),
         ("XADD", "t", "NOMKSTREAM", "MAXLEN", "-5", "*", "a", "b"),
     ])
-    run(pair23, [("XADD", "t", "18446744073709551615-18446744073709551615", "a", "b")])
-    refused(pair23, [("XADD", "t", "*", "a", "b"), ("XADD", "t", "5-*", "a", "b")])
+    assert_steps(pair23, [("XADD", "t", "18446744073709551615-18446744073709551615", "a", "b")])
+    assert_refused(pair23, [("XADD", "t", "*", "a", "b"), ("XADD", "t", "5-*", "a", "b")])
 
 
 def test_ranges_length_and_deletes(pair23: Pair) -> None:
-    run(pair23, SETUP)
-    run(pair23, [
+    assert_steps(pair23, SETUP)
+    assert_steps(pair23, [
         ("XRANGE", "s", "-", "+"), ("XRANGE", "s", "-", "+", "COUNT", "0"), ("XRANGE", "s", "-", "+", "COUNT", "-3"),
         ("XRANGE", "s", "-", "+", "COUNT", "2"), ("XRANGE", "s", "-", "+", "count", "1", "COUNT", "3"),
         ("XRANGE", "s", "(1-1", "+"), ("XRANGE", "s", "(1-1", "(3-5"), ("XRANGE", "s", "2", "2"),
@@ -123,7 +123,7 @@ def test_ranges_length_and_deletes(pair23: Pair) -> None:
         ("XDEL", "s", "2-0", "99-0", "2-0"), ("XDEL", "nokey", "1-1"), ("XDEL", "nokey", "junk"),
         ("XDEL", "s", "1-1"), ("XLEN", "s"), ("XINFO", "STREAM", "s"),
     ])
-    refused(pair23, [
+    assert_refused(pair23, [
         ("XRANGE", "s", "-", "+", "COUNT"), ("XRANGE", "s", "-", "+", "FOO", "1"),
         ("XRANGE", "s", "-", "+", "COUNT", "x"),
         ("XRANGE", "s", "(", "+"), ("XRANGE", "s", "(-", "+"), ("XRANGE", "s", "-", "(+"), ("XRANGE", "s", "x", "+"),
@@ -134,8 +134,8 @@ def test_ranges_length_and_deletes(pair23: Pair) -> None:
 
 
 def test_xtrim_and_xsetid(pair23: Pair) -> None:
-    run(pair23, SETUP + [("XADD", "s", f"{i}-0", "k", "v") for i in range(10, 40)])
-    run(pair23, [
+    assert_steps(pair23, SETUP + [("XADD", "s", f"{i}-0", "k", "v") for i in range(10, 40)])
+    assert_steps(pair23, [
         ("XTRIM", "s", "MAXLEN", "30"), ("XTRIM", "s", "MAXLEN", "=", "28"), ("XTRIM", "s", "MINID", "12"),
         ("XTRIM", "s", "MINID", "~", "0"), ("XTRIM", "s", "MAXLEN", "~", "100"),
         ("XTRIM", "s", "MAXLEN", "~", "5", "LIMIT", "0"), ("XTRIM", "nokey", "MAXLEN", "0"), ("XLEN", "s"),
@@ -143,8 +143,8 @@ def test_xtrim_and_xsetid(pair23: Pair) -> None:
         ("XINFO", "STREAM", "s"), ("XTRIM", "s", "MAXLEN", "0"), ("XSETID", "s", "1-0"), ("XINFO", "STREAM", "s"),
         ("XADD", "s", "MINID", "500", "200-0", "a", "b"), ("XINFO", "STREAM", "s"),
     ])
-    run(pair23, [("XADD", "t", "5-0", "a", "b"), ("XADD", "t", "6-0", "a", "b")])
-    refused(pair23, [
+    assert_steps(pair23, [("XADD", "t", "5-0", "a", "b"), ("XADD", "t", "6-0", "a", "b")])
+    assert_refused(pair23, [
         ("XTRIM", "s"), ("XTRIM", "s", "LIMIT", "5"), ("XTRIM", "s", "FOO"), ("XTRIM", "s", "MAXLEN", "-1"),
         ("XTRIM", "s", "MAXLEN", "1", "LIMIT", "5"), ("XTRIM", "s", "MAXLEN", "1", "MINID", "1"),
         ("XTRIM", "s", "MINID", "-"), ("XTRIM", "str", "MAXLEN", "1"),
@@ -159,8 +159,8 @@ def test_xtrim_and_xsetid(pair23: Pair) -> None:
 
 
 def test_xread(pair23: Pair) -> None:
-    run(pair23, [*SETUP, ("XADD", "t", "9-0", "z", "z")])
-    run(pair23, [
+    assert_steps(pair23, [*SETUP, ("XADD", "t", "9-0", "z", "z")])
+    assert_steps(pair23, [
         ("XREAD", "STREAMS", "s", "0"), ("XREAD", "COUNT", "1", "STREAMS", "s", "t", "0", "0"),
         ("XREAD", "COUNT", "0", "STREAMS", "s", "1-1"), ("XREAD", "COUNT", "-1", "STREAMS", "s", "2"),
         ("XREAD", "STREAMS", "s", "$"), ("XREAD", "STREAMS", "s", "+"),
@@ -173,7 +173,7 @@ def test_xread(pair23: Pair) -> None:
         ("XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"), ("XREAD", "STREAMS", "e", "+"),
         ("XREAD", "COUNT", "3", "STREAMS", "e", "s", "+", "+"),
     ])
-    refused(pair23, [
+    assert_refused(pair23, [
         ("XREAD", "STREAMS", "s"), ("XREAD", "COUNT", "1", "STREAMS", "s", "t", "0"), ("XREAD", "s", "0"),
         ("XREAD", "GROUP", "g", "c", "STREAMS", "s", "0"), ("XREAD", "NOACK", "STREAMS", "s", "0"),
         ("XREAD", "STREAMS", "s", ">"), ("XREAD", "BLOCK", "-1", "STREAMS", "s", "0"),
@@ -186,8 +186,8 @@ def test_xread(pair23: Pair) -> None:
 
 
 def test_consumer_groups(pair23: Pair) -> None:
-    run(pair23, SETUP)
-    run(pair23, [
+    assert_steps(pair23, SETUP)
+    assert_steps(pair23, [
         ("XGROUP", "CREATE", "s", "g", "0"), ("XGROUP", "CREATE", "s", "g2", "$", "ENTRIESREAD", "5"),
         ("XGROUP", "CREATE", "t", "g", "$", "MKSTREAM"), ("XGROUP", "CREATE", "t", "g2", "0-1", "MKSTREAM"),
         ("XINFO", "GROUPS", "s"), ("XINFO", "GROUPS", "t"),
@@ -224,8 +224,9 @@ def test_consumer_groups(pair23: Pair) -> None:
 
 
 def test_consumer_group_refusals(pair23: Pair) -> None:
-    run(pair23, [*SETUP, ("XGROUP", "CREATE", "s", "g", "0"), ("XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">")])
-    refused(pair23, [
+    assert_steps(pair23, [*SETUP, ("XGROUP", "CREATE", "s", "g", "0"),
+                          ("XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">")])
+    assert_refused(pair23, [
         ("XGROUP", "CREATE", "s", "g", "$"), ("XGROUP", "CREATE", "nokey", "g", "$"),
         ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "-3"),
         ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "x"),
@@ -276,5 +277,5 @@ def test_consumer_group_refusals(pair23: Pair) -> None:
     ("INCR", "s"), ("APPEND", "s", "x"), ("LRANGE", "s", "0", "-1"), ("SMEMBERS", "s"),
 ])
 def test_other_commands_on_a_stream(pair23: Pair, cmd: tuple) -> None:
-    run(pair23, SETUP)
-    refused(pair23, [cmd])
+    assert_steps(pair23, SETUP)
+    assert_refused(pair23, [cmd])

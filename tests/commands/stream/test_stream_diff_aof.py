@@ -89,7 +89,7 @@ def _workload(port: int) -> list[bytes]:
 
 
 
-def _same_log(want: list[list[bytes]], got: list[list[bytes]]) -> None:
+def assert_same_log(want: list[list[bytes]], got: list[list[bytes]]) -> None:
     """Command by command; a ``TIME`` argument (a delivery time Valkey
     takes from its clock) within tolerance."""
     if len(got) != len(want):
@@ -151,7 +151,7 @@ def test_stream_workload_replies_and_state(run: Run) -> None:
 
 
 def test_stream_writes_are_logged_as_valkey_propagates_them(run: Run) -> None:
-    _same_log(logged(run.theirs), logged(run.ours))
+    assert_same_log(logged(run.theirs), logged(run.ours))
 
 
 def test_stream_logs_restore_on_restart_and_across(run: Run) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.stream_diff import assert_same_state, attempt, check, refused, script, tree
+from helpers.stream_diff import assert_alike, assert_refused, assert_same_state, attempt, script, tree
 
 FUTURE = "99999999999999"  # ms far past any clock: "*" then follows the last ID
 
@@ -76,18 +76,18 @@ def test_xadd_odd_ids(pair23, bad: str) -> None:  # type: ignore[no-untyped-def]
 def test_xadd_id_order_errors(pair23) -> None:  # type: ignore[no-untyped-def]
     pair23.check("XADD", "s", "5-5", "f", "v")
     for bad in ("5-5", "5-4", "4-9", "0-1", "5", "4-*", "0-0"):
-        refused(pair23, "XADD", "s", bad, "f", "v")
-    refused(pair23, "XADD", "z", "0-0", "f", "v")
-    refused(pair23, "XADD", "z", "0", "f", "v")
+        assert_refused(pair23, "XADD", "s", bad, "f", "v")
+    assert_refused(pair23, "XADD", "z", "0-0", "f", "v")
+    assert_refused(pair23, "XADD", "z", "0", "f", "v")
     # The largest ID, then nothing fits after it.
     pair23.check("XADD", "top", "18446744073709551615-18446744073709551615", "f", "v")
     for nxt in ("*", "18446744073709551615-*", "18446744073709551615-18446744073709551615"):
-        refused(pair23, "XADD", "top", nxt, "f", "v")
+        assert_refused(pair23, "XADD", "top", nxt, "f", "v")
     # A sequence at its maximum cannot be followed by <ms>-*.
     pair23.check("XADD", "sq", "7-18446744073709551615", "f", "v")
-    refused(pair23, "XADD", "sq", "7-*", "f", "v")
-    check(pair23, "XADD", "sq", "8-*", "f", "v")
-    refused(pair23, "XADD", "sq", "7-*", "f", "v")
+    assert_refused(pair23, "XADD", "sq", "7-*", "f", "v")
+    assert_alike(pair23, "XADD", "sq", "8-*", "f", "v")
+    assert_refused(pair23, "XADD", "sq", "7-*", "f", "v")
 
 
 def test_xadd_auto_ids_after_a_future_last_id(pair23) -> None:  # type: ignore[no-untyped-def]
@@ -119,7 +119,7 @@ def test_xadd_auto_id_shape(pair23) -> None:  # type: ignore[no-untyped-def]
             ms, seq = node[1].split(b"-")
             ids.append((int(ms), int(seq)))
         assert ids[0][1] == 0 and ids[1] > ids[0]
-    check(pair23, "XLEN", "s")
+    assert_alike(pair23, "XLEN", "s")
 
 
 def test_xadd_arity_and_syntax(pair23) -> None:  # type: ignore[no-untyped-def]
@@ -146,7 +146,7 @@ def test_xadd_arity_and_syntax(pair23) -> None:  # type: ignore[no-untyped-def]
         ("XADD", "s", "MAXLEN", "~", "*", "f", "v"), ("XADD", "s", "MAXLEN", "1.5", "*", "f", "v"),
         ("XADD", "s", "MINID", "1-0", "2-0", "f"),
     ]:
-        refused(pair23, *cmd)
+        assert_refused(pair23, *cmd)
 
 
 def test_xadd_options(small_nodes) -> None:  # type: ignore[no-untyped-def]
@@ -267,7 +267,7 @@ def test_xrange_bounds_and_count(pair23) -> None:  # type: ignore[no-untyped-def
 ])
 def test_xrange_errors(pair23, cmd: tuple) -> None:  # type: ignore[no-untyped-def]
     pair23.check("XADD", "s", "1-1", "f", "v")
-    refused(pair23, *cmd)
+    assert_refused(pair23, *cmd)
 
 
 def test_xrange_exclusive_bounds_overflow_on_an_empty_key(pair23) -> None:  # type: ignore[no-untyped-def]
@@ -275,7 +275,7 @@ def test_xrange_exclusive_bounds_overflow_on_an_empty_key(pair23) -> None:  # ty
     for cmd in [("XRANGE", "nokey", "(18446744073709551615-18446744073709551615", "+"),
                 ("XREVRANGE", "nokey", "(0-0", "-"), ("XREVRANGE", "nokey", "+", "(0-0"),
                 ("XRANGE", "nokey", "-", "(0"), ("XRANGE", "nokey", "(0", "+")]:
-        check(pair23, *cmd)
+        assert_alike(pair23, *cmd)
 
 
 # -- XDEL -----------------------------------------------------------------------------------
@@ -323,7 +323,7 @@ def _fill(p, key: str, n: int, start: int = 1) -> None:  # type: ignore[no-untyp
 @pytest.mark.parametrize("entries", ["1", "3", "7"])
 def test_xtrim_over_node_boundaries(small_nodes, entries: str) -> None:  # type: ignore[no-untyped-def]
     p = small_nodes
-    check(p, "CONFIG", "SET", "stream-node-max-entries", entries)
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-entries", entries)
     _fill(p, "s", 40)
     script(p, """
         XINFO STREAM s
@@ -371,10 +371,10 @@ def test_xtrim_over_node_boundaries(small_nodes, entries: str) -> None:  # type:
 
 def test_xtrim_by_node_bytes(small_nodes) -> None:  # type: ignore[no-untyped-def]
     p = small_nodes
-    check(p, "CONFIG", "SET", "stream-node-max-entries", "0")
-    check(p, "CONFIG", "SET", "stream-node-max-bytes", "100")
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-entries", "0")
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-bytes", "100")
     for i in range(1, 25):
-        check(p, "XADD", "s", f"{i}-0", "field", "x" * (i % 7 * 5))
+        assert_alike(p, "XADD", "s", f"{i}-0", "field", "x" * (i % 7 * 5))
     script(p, """
         XINFO STREAM s
         XTRIM s MAXLEN ~ 10
@@ -382,8 +382,8 @@ def test_xtrim_by_node_bytes(small_nodes) -> None:  # type: ignore[no-untyped-de
         XTRIM s MINID ~ 20
         XINFO STREAM s
     """)
-    check(p, "CONFIG", "SET", "stream-node-max-entries", "100")
-    check(p, "CONFIG", "SET", "stream-node-max-bytes", "0")
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-entries", "100")
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-bytes", "0")
     _fill(p, "t", 250)
     script(p, """
         XINFO STREAM t
@@ -395,7 +395,7 @@ def test_xtrim_by_node_bytes(small_nodes) -> None:  # type: ignore[no-untyped-de
 def test_xtrim_default_limit_of_the_approximate_form(small_nodes) -> None:  # type: ignore[no-untyped-def]
     """~ without LIMIT drops at most 100 nodes' worth of entries."""
     p = small_nodes
-    check(p, "CONFIG", "SET", "stream-node-max-entries", "1")
+    assert_alike(p, "CONFIG", "SET", "stream-node-max-entries", "1")
     _fill(p, "s", 150)
     script(p, """
         XTRIM s MAXLEN ~ 0
@@ -420,7 +420,7 @@ def test_xtrim_default_limit_of_the_approximate_form(small_nodes) -> None:  # ty
 ])
 def test_xtrim_errors(pair23, cmd: tuple) -> None:  # type: ignore[no-untyped-def]
     _fill(pair23, "s", 5)
-    refused(pair23, *cmd)
+    assert_refused(pair23, *cmd)
 
 
 # -- XSETID ---------------------------------------------------------------------------------
@@ -517,8 +517,8 @@ def test_xinfo_stream(small_nodes) -> None:  # type: ignore[no-untyped-def]
         ("XINFO", "CONSUMERS", "s", "g1", "x"), ("XINFO", "HELP", "x"),
     ]:
         attempt(p, *cmd)
-    check(p, "XINFO", "HELP")
-    check(p, "XINFO", "help")
+    assert_alike(p, "XINFO", "HELP")
+    assert_alike(p, "XINFO", "help")
 
 
 def test_xinfo_stream_full_counts(pair23) -> None:  # type: ignore[no-untyped-def]
@@ -545,14 +545,14 @@ def test_xinfo_radix_tree_counts(small_nodes) -> None:  # type: ignore[no-untype
     script(p, "XINFO STREAM s")
     for n in range(2, 30):
         _fill(p, "s", 1, start=n)
-        check(p, "XINFO", "STREAM", "s")
+        assert_alike(p, "XINFO", "STREAM", "s")
     for ms in ("1", "255", "256", "65536", "1700000000000", "18446744073709551615"):
-        check(p, "XADD", "s", f"{ms}-*", "f", "v")
-        check(p, "XINFO", "STREAM", "s")
+        assert_alike(p, "XADD", "s", f"{ms}-*", "f", "v")
+        assert_alike(p, "XINFO", "STREAM", "s")
     for cmd in [("XDEL", "s", "4-0", "5-0", "6-0"), ("XTRIM", "s", "MAXLEN", "~", "20"),
                 ("XTRIM", "s", "MAXLEN", "=", "10"), ("XTRIM", "s", "MAXLEN", "0")]:
-        check(p, *cmd)
-        check(p, "XINFO", "STREAM", "s")
+        assert_alike(p, *cmd)
+        assert_alike(p, "XINFO", "STREAM", "s")
 
 
 # -- types ----------------------------------------------------------------------------------
@@ -584,12 +584,12 @@ def test_wrong_type_both_ways(pair23) -> None:  # type: ignore[no-untyped-def]
             ("XRANGE", key, "x", "+"), ("XADD", key, "x", "f", "v"), ("XDEL", key, "x"),
             ("XREAD", "STREAMS", "s", key, "0", "0"), ("XINFO", "STREAM", key, "FULL", "COUNT", "x"),
         ]:
-            refused(pair23, *cmd)
+            assert_refused(pair23, *cmd)
     for cmd in [("GET", "s"), ("HGET", "s", "f"), ("LPUSH", "s", "x"), ("SADD", "s", "x"), ("ZADD", "s", "1", "x"),
                 ("INCR", "s"), ("APPEND", "s", "x"), ("LRANGE", "s", "0", "-1"), ("SMEMBERS", "s"),
                 ("ZRANGE", "s", "0", "-1"), ("HGETALL", "s"), ("STRLEN", "s"),
                 ("SETRANGE", "s", "0", "x"), ("GETDEL", "s"), ("SORT", "s"), ("SORT_RO", "s")]:
-        refused(pair23, *cmd)
+        assert_refused(pair23, *cmd)
 
 
 # -- the stream as a key ----------------------------------------------------------------------
@@ -657,7 +657,7 @@ def test_stream_replies_through_scripts(pair23) -> None:  # type: ignore[no-unty
         "return redis.call('XADD', KEYS[1], '9-*', 'f', 'v')",
         "redis.setresp(3); return redis.call('XPENDING', KEYS[1], 'g')",
     ]:
-        check(pair23, "EVAL", body, "1", "s")
+        assert_alike(pair23, "EVAL", body, "1", "s")
     # A map becomes a Lua table, walked in another order here than in
     # Valkey (docs/compatibility.md): compared as maps.
     for body in [

@@ -21,8 +21,8 @@ sides = shared.sides
 Sides = tuple
 
 
-def check(sides: Sides, steps: list[tuple]) -> None:
-    """The blocking layer's check, with XPENDING's idle times compared
+def assert_scenario(sides: Sides, steps: list[tuple]) -> None:
+    """The blocking layer's assert_scenario, with XPENDING's idle times compared
     within tolerance (helpers.stream_diff)."""
     v, t = sides
     want, got = run(v, steps), run(t, steps)
@@ -41,7 +41,7 @@ def state(key: str, *groups: str) -> list[tuple]:
 
 
 def test_xread_readers_all_served_by_one_xadd(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XADD", "s", "1-0", "f", "v"),
         ("send", 1, ("XREAD", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 1),
         ("send", 2, ("XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 2),
@@ -59,7 +59,7 @@ def test_xread_readers_all_served_by_one_xadd(sides: Sides) -> None:
 def test_xread_dollar_is_the_last_id_when_blocking(sides: Sides) -> None:
     """``$`` names the last ID at the time of the call: entries added
     and deleted meanwhile do not count, a later XADD does."""
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XADD", "s", "3-0", "f", "v"),
         ("send", 1, ("XREAD", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 1),
         ("call", 0, "MULTI"), ("call", 0, "XADD", "s", "4-0", "f", "v"), ("call", 0, "XDEL", "s", "4-0"),
@@ -81,7 +81,7 @@ def test_xread_dollar_is_the_last_id_when_blocking(sides: Sides) -> None:
 
 
 def test_xread_served_by_xadd_inside_a_transaction_with_count(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("XREAD", "COUNT", "2", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 1),
         ("send", 2, ("XREAD", "BLOCK", "0", "STREAMS", "s", "t", "$", "$")), ("blocked", 2),
         ("call", 0, "MULTI"),
@@ -94,7 +94,7 @@ def test_xread_served_by_xadd_inside_a_transaction_with_count(sides: Sides) -> N
 
 
 def test_xread_key_deleted_or_retyped_keeps_waiting(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XADD", "s", "666", "f", "v"),
         ("send", 1, ("XREAD", "BLOCK", "0", "STREAMS", "s", "$")), ("blocked", 1),
         ("call", 0, "DEL", "s"), ("blocked", 1),
@@ -106,7 +106,7 @@ def test_xread_key_deleted_or_retyped_keeps_waiting(sides: Sides) -> None:
 
 
 def test_xread_timeouts_and_client_unblock(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XADD", "s", "1-0", "f", "v"),
         ("send", 1, ("XREAD", "BLOCK", TMS, "STREAMS", "s", "$")), ("blocked", 1),
         ("send", 2, ("XREADGROUP", "GROUP", "g", "c", "BLOCK", TMS, "STREAMS", "g", ">")),
@@ -124,7 +124,7 @@ def test_xread_timeouts_and_client_unblock(sides: Sides) -> None:
 
 
 def test_xreadgroup_consumers_share_new_entries(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         ("send", 1, ("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")), ("blocked", 1),
         ("send", 2, ("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">")),
@@ -143,7 +143,7 @@ def test_xreadgroup_consumers_share_new_entries(sides: Sides) -> None:
 
 
 def test_xreadgroup_interleaved_consumers_over_connections(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "0", "MKSTREAM"),
         ("call", 0, "XGROUP", "CREATE", "s", "h", "0"),
         *[("call", 0, "XADD", "s", f"{i}-0", "n", str(i)) for i in range(1, 9)],
@@ -165,7 +165,7 @@ def test_xreadgroup_interleaved_consumers_over_connections(sides: Sides) -> None
 
 
 def test_xreadgroup_history_never_blocks(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         ("call", 0, "XADD", "s", "666", "k", "v"), ("call", 0, "XDEL", "s", "666"),
         ("call", 1, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", "0"),
@@ -189,7 +189,7 @@ def test_xreadgroup_history_never_blocks(sides: Sides) -> None:
 
 
 def test_xreadgroup_woken_by_a_trim_only_when_entries_remain(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         ("send", 1, ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")), ("blocked", 1),
         ("call", 0, "XADD", "s", "MAXLEN", "0", "1-0", "f", "v"), ("blocked", 1),
@@ -205,7 +205,7 @@ def test_xreadgroup_stream_deleted_retyped_flushed(sides: Sides) -> None:
                 ("send", i, ("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", key, ">")),
                 ("blocked", 1)]
 
-    check(sides, [
+    assert_scenario(sides, [
         *blocked_reader(1), ("call", 0, "DEL", "s"), ("read", 1), ("blocked", 0),
         *blocked_reader(1), ("call", 0, "SET", "s", "v"), ("read", 1), ("blocked", 0),
         *blocked_reader(1), ("call", 0, "MULTI"), ("call", 0, "DEL", "s"), ("call", 0, "SADD", "s", "e"),
@@ -229,7 +229,7 @@ def test_xreadgroup_stream_deleted_retyped_flushed(sides: Sides) -> None:
 
 
 def test_xreadgroup_swapped_db(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "SELECT", "9"), ("call", 0, "XADD", "s", "666", "f", "v"),
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$"),
         ("call", 1, "SELECT", "9"),
@@ -244,7 +244,7 @@ def test_xreadgroup_swapped_db(sides: Sides) -> None:
 
 
 def test_blocking_forms_inside_multi_and_eval_answer_at_once(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XADD", "s", "1-0", "f", "v"),
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$"),
         ("call", 1, "MULTI"),
@@ -275,7 +275,7 @@ def test_blocking_forms_inside_multi_and_eval_answer_at_once(sides: Sides) -> No
 
 
 def test_a_blocked_xreadgroup_served_after_a_script(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         ("send", 1, ("XREADGROUP", "GROUP", "g", "c", "COUNT", "5", "BLOCK", "0", "STREAMS", "s", ">")),
         ("blocked", 1),
@@ -288,7 +288,7 @@ def test_a_blocked_xreadgroup_served_after_a_script(sides: Sides) -> None:
 
 
 def test_xreadgroup_blocked_on_several_streams(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "a", "g", "$", "MKSTREAM"),
         ("call", 0, "XGROUP", "CREATE", "b", "g", "$", "MKSTREAM"),
         ("send", 1, ("XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "BLOCK", "0", "STREAMS", "a", "b", ">", ">")),
@@ -306,7 +306,7 @@ def test_xreadgroup_blocked_on_several_streams(sides: Sides) -> None:
 def test_entries_taken_before_the_blocked_reader_is_served(sides: Sides) -> None:
     """A transaction adds an entry and reads it for another consumer of
     the same group: the blocked consumer finds nothing and keeps waiting."""
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         ("send", 1, ("XREADGROUP", "GROUP", "g", "waiter", "BLOCK", "0", "STREAMS", "s", ">")), ("blocked", 1),
         ("call", 0, "MULTI"), ("call", 0, "XADD", "s", "1-0", "f", "v"),
@@ -318,7 +318,7 @@ def test_entries_taken_before_the_blocked_reader_is_served(sides: Sides) -> None
 
 
 def test_one_client_blocks_again_after_being_served(sides: Sides) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
         *[step for i in range(1, 4) for step in (
             ("send", 1, ("XREADGROUP", "GROUP", "g", "loop", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">")),

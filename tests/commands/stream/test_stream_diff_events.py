@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.keyevents import compare, streams_with_flags
+from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.pubsub_streams import assert_same
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
@@ -73,7 +73,7 @@ def servers(valkey_server: Proc, trafikey_server: Proc) -> Iterator[tuple[int, i
 @pytest.mark.parametrize("flags", ["KEA", "Et", "Kt", "Eg", "E$", "Egt"])
 def test_stream_command_events(servers: tuple[int, int], flags: str, proto: int) -> None:
     v, t = streams_with_flags(servers, flags, STEPS, proto)
-    compare(v, t)
+    assert_same_events(v, t)
 
 
 @pytest.mark.parametrize("proto", [2, 3])

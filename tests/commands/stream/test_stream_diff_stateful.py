@@ -13,7 +13,7 @@ is compared too.
 
 from __future__ import annotations
 
-from helpers.stream_diff import assert_same_state, check
+from helpers.stream_diff import assert_alike, assert_same_state
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -47,7 +47,7 @@ class Streams(RuleBasedStateMachine):
 
     def send(self, *args: object) -> bytes:
         self.steps += 1
-        return check(self.pair, *args)
+        return assert_alike(self.pair, *args)
 
     @rule(n=st.integers(min_value=1, max_value=4), seq=st.booleans(), fields=st.integers(min_value=1, max_value=3))
     def xadd(self, n: int, seq: bool, fields: int) -> None:

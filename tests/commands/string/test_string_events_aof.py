@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers.aof_util import aof_server, keyspace, logged, logged_beside_valkey, replays, run_workload
-from helpers.keyevents import WAIT, compare, streams_with_flags
+from helpers.aof_util import aof_server, assert_replays, keyspace, logged, logged_beside_valkey, run_workload
+from helpers.keyevents import WAIT, assert_same_events, streams_with_flags
 from helpers.keyevents import keyspace as event_keyspace
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, lazy_expiry_pair
@@ -49,7 +49,7 @@ def servers() -> Iterator[tuple[Proc, Proc]]:
 @pytest.mark.parametrize("proto", [2, 3], ids=["resp2", "resp3"])
 def test_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
     streams = streams_with_flags((servers[0].port, servers[1].port), "AKEmn", EVENT_STEPS, proto)
-    compare(*streams)
+    assert_same_events(*streams)
     events = [e for _, _, es in streams[0] for e in es]
     for kind in (b"set", b"expire", b"expired", b"del", b"keymiss"):
         assert any(b":" + kind + b"\r\n" in e for e in events), kind
@@ -59,7 +59,7 @@ def test_events_match_valkey(servers: tuple[Proc, Proc], proto: int) -> None:
 @pytest.mark.parametrize("flags", ["E$", "Kg", "Eg", "Em", "Ex"])
 def test_event_classes(servers: tuple[Proc, Proc], flags: str) -> None:
     """``set`` is a string event, ``expire`` and ``del`` generic ones."""
-    compare(*streams_with_flags((servers[0].port, servers[1].port), flags, EVENT_STEPS, 2))
+    assert_same_events(*streams_with_flags((servers[0].port, servers[1].port), flags, EVENT_STEPS, 2))
 
 
 # -- AOF ----------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_logged_as_valkey_logs_them() -> None:
     assert any(c[0] == b"MSETEX" and b"PXAT" in c for c in t.log)
     assert [b"DEL", b"s"] in t.log
     # Our log replays, in our server and in Valkey, to what our server held.
-    replays(t.dir, t.keyspace)
+    assert_replays(t.dir, t.keyspace)
     shutil.rmtree(v.dir, ignore_errors=True)
     shutil.rmtree(t.dir, ignore_errors=True)
 
@@ -154,5 +154,5 @@ def test_repeated_expires_replay() -> None:
     assert msetex[3] == [b"MSETEX", b"1", b"e", b"1", b"PXAT", b"5000000000001"]
     assert msetex[4][:5] == [b"MSETEX", b"1", b"a", b"2", b"XX"]
     assert all(sum(a.lower() in (b"ex", b"px", b"exat", b"pxat") for a in c) == 1 for c in msetex)
-    replays(d, expected)
+    assert_replays(d, expected)
     shutil.rmtree(d, ignore_errors=True)

@@ -29,14 +29,14 @@ def snapshot(port: int) -> dict[bytes, Any]:
         r.close()
 
 
-def check_steps(pair: Pair, steps: list[tuple]) -> None:
+def assert_steps(pair: Pair, steps: list[tuple]) -> None:
     """Each step must answer as on Valkey and leave the same keyspace."""
     for step in steps:
         pair.check(*step)
         assert snapshot(pair.t.port) == snapshot(pair.v.port), step
 
 
-def check_refusals(pair: Pair, steps: list[tuple]) -> None:
+def assert_refusals(pair: Pair, steps: list[tuple]) -> None:
     """Each step is refused with Valkey's text and changes nothing."""
     before_v, before_t = snapshot(pair.v.port), snapshot(pair.t.port)
     assert before_t == before_v
@@ -73,12 +73,12 @@ LCS_REFUSALS: list[tuple] = [
 
 
 def test_lcs_replies(pair23: Pair) -> None:
-    check_steps(pair23, SETUP + LCS_STEPS)
+    assert_steps(pair23, SETUP + LCS_STEPS)
 
 
 def test_lcs_refusals(pair23: Pair) -> None:
-    check_steps(pair23, SETUP)
-    check_refusals(pair23, LCS_REFUSALS)
+    assert_steps(pair23, SETUP)
+    assert_refusals(pair23, LCS_REFUSALS)
 
 
 def test_lcs_table_beyond_proto_max_bulk_len(pair: Pair) -> None:
@@ -132,8 +132,8 @@ SUBSTR_REFUSALS: list[tuple] = [
 
 
 def test_substr(pair23: Pair) -> None:
-    check_steps(pair23, SETUP + SUBSTR_STEPS)
-    check_refusals(pair23, SUBSTR_REFUSALS)
+    assert_steps(pair23, SETUP + SUBSTR_STEPS)
+    assert_refusals(pair23, SUBSTR_REFUSALS)
 
 
 # -- MSETEX -----------------------------------------------------------------------------
@@ -168,8 +168,8 @@ MSETEX_REFUSALS: list[tuple] = [
 
 
 def test_msetex(pair23: Pair) -> None:
-    check_steps(pair23, SETUP + MSETEX_STEPS)
-    check_refusals(pair23, MSETEX_REFUSALS)
+    assert_steps(pair23, SETUP + MSETEX_STEPS)
+    assert_refusals(pair23, MSETEX_REFUSALS)
 
 
 def test_msetex_keeps_or_drops_the_expire(pair: Pair) -> None:
@@ -197,8 +197,8 @@ DELIFEQ_REFUSALS: list[tuple] = [("DELIFEQ", "l", "x"), ("DELIFEQ", "b"), ("DELI
 
 
 def test_delifeq(pair23: Pair) -> None:
-    check_steps(pair23, SETUP + DELIFEQ_STEPS)
-    check_refusals(pair23, DELIFEQ_REFUSALS)
+    assert_steps(pair23, SETUP + DELIFEQ_STEPS)
+    assert_refusals(pair23, DELIFEQ_REFUSALS)
 
 
 # -- WATCH --------------------------------------------------------------------------------
@@ -262,4 +262,4 @@ ENCODINGS: list[tuple] = [
 
 
 def test_msetex_encodings(pair: Pair) -> None:
-    check_steps(pair, ENCODINGS)
+    assert_steps(pair, ENCODINGS)

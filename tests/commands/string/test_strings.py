@@ -29,7 +29,7 @@ FUTURE_MS = "4000000000123"
 
 
 
-def ttl_close(pair, key: str, cmd: str = "PTTL", slack: int = 1500) -> None:
+def assert_ttl_close(pair, key: str, cmd: str = "PTTL", slack: int = 1500) -> None:
     """Both TTLs present (or both absent) and within slack of each other."""
     v, t = pair.both(cmd, key)
     assert v[:1] == t[:1] == b":", (v, t)
@@ -99,7 +99,7 @@ def _after(pair) -> None:
     pair.check("GET", "k")
     if pair.v.call("PEXPIRETIME", "k") == pair.t.call("PEXPIRETIME", "k"):
         return
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
 
 
 def _sequences(tokens: list[list[str]], longest: int, extra: int, seed: int) -> list[list[str]]:
@@ -219,13 +219,13 @@ def test_set_already_expired(pair23) -> None:
 
 def test_set_expiry(pair) -> None:
     pair.check("SET", "k", "v", "EX", "100")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("SET", "k", "v", "KEEPTTL")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("SET", "k", "v")
     pair.check("TTL", "k")
     pair.check("SET", "k", "v", "PX", "50000")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("SET", "k", "v", "EXAT", FUTURE_S)
     pair.check("EXPIRETIME", "k")
     pair.check("SET", "k", "v", "PXAT", FUTURE_MS)
@@ -233,9 +233,9 @@ def test_set_expiry(pair) -> None:
     pair.check("SET", "k", "w", "GET", "KEEPTTL")
     pair.check("PEXPIRETIME", "k")
     pair.check("SETEX", "k", "100", "v")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("PSETEX", "k", "100000", "v")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("GETSET", "k", "x")
     pair.check("TTL", "k")
     pair.check("SET", "k", "v", "EX", "100")
@@ -385,9 +385,9 @@ def test_append_strlen(pair23) -> None:
 def test_append_keeps_ttl(pair) -> None:
     pair.check("SET", "k", "v", "EX", "100")
     pair.check("APPEND", "k", "w")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("SETRANGE", "k", "5", "z")
-    ttl_close(pair, "k")
+    assert_ttl_close(pair, "k")
     pair.check("GET", "k")
 
 
@@ -529,9 +529,9 @@ def test_incr_decr(pair23) -> None:
 def test_incr_keeps_ttl(pair) -> None:
     pair.check("SET", "n", "1", "EX", "100")
     pair.check("INCR", "n")
-    ttl_close(pair, "n")
+    assert_ttl_close(pair, "n")
     pair.check("INCRBYFLOAT", "n", "1.5")
-    ttl_close(pair, "n")
+    assert_ttl_close(pair, "n")
 
 
 def test_incrbyfloat(pair23) -> None:
@@ -711,7 +711,7 @@ def _encoding_scenarios(k: str, v: str) -> list[list[tuple[str, ...]]]:
 EMBSTR, RAW = b"$6\r\nembstr\r\n", b"$3\r\nraw\r\n"
 
 
-def encodings_agree(pair, key: str, had_expire: bool = False) -> None:
+def assert_encodings_agree(pair, key: str, had_expire: bool = False) -> None:
     """OBJECT ENCODING of key on both servers must be the same, with one
     exception. The Valkey under test is built with libc malloc, and under a
     key of 108 to 111 bytes, whether an expire attached to an existing
@@ -743,7 +743,7 @@ def test_string_encodings(pair, klen: int) -> None:
                 pair.check("FLUSHALL")
                 for step in steps:
                     pair.check(*step)
-                encodings_agree(pair, k, any(w in ("EX", "PX", "EXPIRE", "SETEX", "PSETEX", "KEEPTTL")
+                assert_encodings_agree(pair, k, any(w in ("EX", "PX", "EXPIRE", "SETEX", "PSETEX", "KEEPTTL")
                                                  for step in steps for w in step))
 
 

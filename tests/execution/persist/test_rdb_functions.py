@@ -67,12 +67,12 @@ def _loaded(start: Callable[[str], Proc], d: str, expected: list) -> None:
     """A server started on d's file has those libraries, and they run."""
     p = start(d)
     try:
-        _check_loaded(p.port, expected)
+        assert_loaded(p.port, expected)
     finally:
         p.stop()
 
 
-def _check_loaded(port: int, expected: list) -> None:
+def assert_loaded(port: int, expected: list) -> None:
     r = redis.Redis(port=port)
     assert _functions(port) == expected
     assert r.fcall("fa", 1, "k") == b"v"

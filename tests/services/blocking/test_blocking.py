@@ -157,7 +157,7 @@ def sides(valkey_server: Proc, emq_server: Proc, proto: int) -> Iterator[tuple[S
     t.close()
 
 
-def check(sides: tuple[Side, Side], steps: list[tuple]) -> None:
+def assert_scenario(sides: tuple[Side, Side], steps: list[tuple]) -> None:
     v, t = sides
     want = run(v, steps)
     got = run(t, steps)
@@ -170,7 +170,7 @@ def check(sides: tuple[Side, Side], steps: list[tuple]) -> None:
 
 
 def test_clients_served_in_the_order_they_blocked(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("send", 2, ("BZPOPMAX", "z", "0")), ("blocked", 2),
         ("send", 3, ("BZMPOP", "0", "1", "z", "MIN", "COUNT", "2")), ("blocked", 3),
@@ -183,7 +183,7 @@ def test_clients_served_in_the_order_they_blocked(sides: tuple[Side, Side]) -> N
 
 
 def test_one_member_serves_one_client(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("send", 2, ("BZPOPMIN", "z", "0")), ("blocked", 2),
         ("call", 0, "ZADD", "z", "1", "a"), ("read", 1), ("blocked", 1),
@@ -196,7 +196,7 @@ def test_one_member_serves_one_client(sides: tuple[Side, Side]) -> None:
 def test_serve_order_across_keys_after_a_transaction(sides: tuple[Side, Side]) -> None:
     # Keys are served in the order the transaction made them ready; each
     # key's clients in the order they blocked.
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "b", "a", "0")), ("blocked", 1),
         ("send", 2, ("BZPOPMAX", "a", "0")), ("blocked", 2),
         ("send", 3, ("BZMPOP", "0", "2", "a", "b", "MAX", "COUNT", "10")), ("blocked", 3),
@@ -211,7 +211,7 @@ def test_serve_order_across_keys_after_a_transaction(sides: tuple[Side, Side]) -
 
 
 def test_a_key_added_and_removed_in_a_transaction_serves_nobody(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0"), ("PING", "after")), ("blocked", 1),
         ("call", 0, "MULTI"), ("call", 0, "ZADD", "z", "1", "a"), ("call", 0, "DEL", "z"),
         ("call", 0, "EXEC"),
@@ -225,7 +225,7 @@ def test_a_key_added_and_removed_in_a_transaction_serves_nobody(sides: tuple[Sid
 def test_the_waker_pipeline_runs_after_the_served_client(sides: tuple[Side, Side]) -> None:
     # The blocked client is served right after ZADD, before the ZPOPMIN
     # that came in the same read.
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("send", 0, ("ZADD", "z", "1", "a"), ("ZPOPMIN", "z"), ("ZCARD", "z")),
         ("read", 0), ("read", 0), ("read", 0), ("read", 1), ("keys",),
@@ -233,7 +233,7 @@ def test_the_waker_pipeline_runs_after_the_served_client(sides: tuple[Side, Side
 
 
 def test_a_script_serves_after_it_ends(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("call", 0, "EVAL", "redis.call('zadd', KEYS[1], 1, 'a'); redis.call('zadd', KEYS[1], 2, 'b');"
                             " return redis.call('zpopmin', KEYS[1])", "1", "z"),
@@ -242,7 +242,7 @@ def test_a_script_serves_after_it_ends(sides: tuple[Side, Side]) -> None:
 
 
 def test_the_blocked_client_pipeline_continues(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0"), ("ZCARD", "z"), ("BZPOPMAX", "z", "0"), ("RESET",), ("PING",)),
         ("blocked", 1), ("info", "blocked_clients"),
         ("call", 0, "ZADD", "z", "1", "a", "2", "b"),
@@ -251,7 +251,7 @@ def test_the_blocked_client_pipeline_continues(sides: tuple[Side, Side]) -> None
 
 
 def test_blocked_in_another_database(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 1, "SELECT", "9"), ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("call", 0, "ZADD", "z", "1", "a"), ("info", "blocked_clients"),
         ("call", 0, "SELECT", "9"), ("call", 0, "ZADD", "z", "2", "b"),
@@ -260,7 +260,7 @@ def test_blocked_in_another_database(sides: tuple[Side, Side]) -> None:
 
 
 def test_swapdb_serves_a_key_now_present(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("call", 0, "SELECT", "9"), ("call", 0, "ZADD", "z", "2", "b"),
         ("call", 0, "SWAPDB", "0", "9"), ("read", 1), ("keys",),
@@ -271,7 +271,7 @@ def test_swapdb_serves_a_key_now_present(sides: tuple[Side, Side]) -> None:
 
 
 def test_timeouts(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "y", T), ("PING",)), ("blocked", 1),
         ("info", "clients_in_timeout_table"),
         ("expire", 0), ("read", 1), ("read", 1),
@@ -283,7 +283,7 @@ def test_timeouts(sides: tuple[Side, Side]) -> None:
 
 
 def test_client_unblock(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0"), ("PING", "next")), ("blocked", 1),
         ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("read", 1), ("read", 1),
         ("send", 1, ("BZMPOP", "0", "1", "z", "MIN")), ("blocked", 1),
@@ -300,7 +300,7 @@ def test_client_unblock(sides: tuple[Side, Side]) -> None:
 
 
 def test_kill_a_blocked_client(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
         ("send", 2, ("BZPOPMIN", "z", "0")), ("blocked", 2),
         ("call", 0, "CLIENT", "KILL", "ID", ("id", 1)), ("blocked", 1),
@@ -317,12 +317,12 @@ def test_disconnect_of_a_blocked_client(sides: tuple[Side, Side]) -> None:
         side.blocked(1)
         side.conns.pop(1).close()
         side.blocked(0)
-    check(sides, [("info", "total_blocking_keys"), ("call", 0, "ZADD", "z", "1", "a"), ("keys",)])
+    assert_scenario(sides, [("info", "total_blocking_keys"), ("call", 0, "ZADD", "z", "1", "a"), ("keys",)])
 
 
 def test_real_time_timeout(sides: tuple[Side, Side]) -> None:
     # The server's clock running as the wall clock: a short real timeout.
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 1, "BZPOPMIN", "z", "0.02"), ("call", 1, "BZMPOP", "0.01", "1", "z", "MIN"),
         ("call", 1, "WAIT", "1", "20"), ("call", 1, "WAITAOF", "0", "1", "20"),
     ])
@@ -332,7 +332,7 @@ def test_real_time_timeout(sides: tuple[Side, Side]) -> None:
 
 
 def test_inside_multi_and_scripts_answers_at_once(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "MULTI"), ("call", 0, "BZPOPMIN", "z", "0"), ("call", 0, "BZMPOP", "0", "1", "z", "MAX"),
         ("call", 0, "BZPOPMAX", "z", "10"), ("call", 0, "WAIT", "1", "0"), ("call", 0, "WAITAOF", "0", "1", "0"),
         ("call", 0, "EXEC"),
@@ -345,7 +345,7 @@ def test_inside_multi_and_scripts_answers_at_once(sides: tuple[Side, Side]) -> N
 
 
 def test_non_blocking_replies(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "ZADD", "z", "1", "a", "2.5", "b", "3", "c", "-inf", "m", "inf", "n"),
         ("call", 0, "ZADD", "y", "1", "q"),
         ("call", 0, "BZPOPMIN", "x", "z", "0"), ("call", 0, "BZPOPMAX", "z", "y", "0"),
@@ -357,7 +357,7 @@ def test_non_blocking_replies(sides: tuple[Side, Side]) -> None:
 
 
 def test_refusals_write_nothing(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "ZADD", "z", "1", "a"), ("call", 0, "SET", "s", "v"),
         ("call", 0, "BZPOPMIN", "z", "x"), ("call", 0, "BZPOPMIN", "z", "-1"),
         ("call", 0, "BZPOPMIN", "z", "-0.0001"), ("call", 0, "BZPOPMIN", "z", "inf"),
@@ -380,7 +380,7 @@ def test_refusals_write_nothing(sides: tuple[Side, Side]) -> None:
 
 
 def test_wait_and_waitaof(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "WAIT", "0", "0"), ("call", 0, "WAIT", "-1", "5"), ("call", 0, "WAIT", "x", "0"),
         ("call", 0, "WAIT", "1", "x"), ("call", 0, "WAIT", "1", "-1"), ("call", 0, "WAIT", "1", "1.5"),
         ("call", 0, "WAITAOF", "0", "0", "0"), ("call", 0, "WAITAOF", "2", "0", "0"),
@@ -419,7 +419,7 @@ def test_client_list_of_a_blocked_client(sides: tuple[Side, Side]) -> None:
 
 
 def test_pause_write_holds_a_served_pop_until_unpause(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "FUNCTION", "LOAD", "REPLACE", "#!lua name=blk\nserver.register_function{function_name='ro', "
                     "callback=function() return 'hello' end, flags={'no-writes'}}"),
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
@@ -440,7 +440,7 @@ def test_pause_write_holds_a_served_pop_until_unpause(sides: tuple[Side, Side]) 
 
 def test_statistics_of_blocked_commands(sides: tuple[Side, Side]) -> None:
     # Counted once when served, timed out or unblocked, never when blocking.
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "CONFIG", "RESETSTAT"),
         ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1), ("stats", "bzpopmin"),
         ("call", 0, "ZADD", "z", "1", "a"), ("read", 1),
@@ -454,7 +454,7 @@ def test_statistics_of_blocked_commands(sides: tuple[Side, Side]) -> None:
 
 
 def test_client_unblock_does_not_release_a_paused_client(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "CLIENT", "PAUSE", "100000", "WRITE"),
         ("send", 1, ("SET", "k", "v")), ("blocked", 1),
         ("call", 0, "CLIENT", "UNBLOCK", ("id", 1)), ("call", 0, "CLIENT", "UNBLOCK", ("id", 1), "ERROR"),
@@ -482,7 +482,7 @@ def test_monitor_sees_a_blocking_command_once(sides: tuple[Side, Side]) -> None:
 
 def test_keys_made_by_other_commands_serve(sides: tuple[Side, Side]) -> None:
     # dbAdd is the one signal: every command that adds a sorted set serves.
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "ZADD", "src", "1", "a", "2", "b", "3", "c", "4", "d"),
         ("send", 1, ("BZPOPMIN", "u", "0")), ("blocked", 1),
         ("call", 0, "ZUNIONSTORE", "u", "1", "src"), ("read", 1),
@@ -514,7 +514,7 @@ def test_a_busy_script_serves_when_it_ends(sides: tuple[Side, Side]) -> None:
     # Other clients are answered (BUSY) while the script runs; the blocked
     # client is served only after it, so it gets the member added last.
     try:
-        check(sides, [
+        assert_scenario(sides, [
             ("call", 0, "CONFIG", "SET", "busy-reply-threshold", "50"),
             ("send", 1, ("BZPOPMIN", "z", "0")), ("blocked", 1),
             ("send", 0, ("EVAL", _SLOW, "1", "z", "10000000")), ("busy", 2),
@@ -542,7 +542,7 @@ def test_a_blocked_client_is_closed_past_the_query_buffer_limit(sides: tuple[Sid
 
 
 def test_a_blocking_command_sent_during_a_pause_waits_for_it_then_for_its_key(sides: tuple[Side, Side]) -> None:
-    check(sides, [
+    assert_scenario(sides, [
         ("call", 0, "CLIENT", "PAUSE", "100000", "WRITE"),
         ("send", 1, ("BZPOPMIN", "z", "0"), ("PING", "after")), ("blocked", 1),
         ("info", "total_blocking_keys"), ("info", "clients_in_timeout_table"),

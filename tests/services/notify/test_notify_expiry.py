@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers.keyevents import WAIT, Watched, compare, readable, run
+from helpers.keyevents import WAIT, Watched, assert_same_events, readable, run
 from helpers.resp_wire import Wire
 from helpers.servers import Proc
 
@@ -59,7 +59,7 @@ def test_test_clock_moves_expiry(nvalkey: Proc, ntrafikey: Proc) -> None:
         assert t.call("GET", "k") == b"$1\r\nv\r\n"
         t.call("TRAFIKEY.CLOCK", "ADVANCE", "2")
         steps += [w.call("GET", "k"), w.call("GET", "k")]
-        compare(valkey, [(s, *got) for s, got in zip(((),) * 3, steps, strict=True)])
+        assert_same_events(valkey, [(s, *got) for s, got in zip(((),) * 3, steps, strict=True)])
         # With the sweep on, moving the clock is enough.
         assert t.call("DEBUG", "SET-ACTIVE-EXPIRE", "1") == b"+OK\r\n"
         w.call("SET", "k2", "v", "PX", "1000")

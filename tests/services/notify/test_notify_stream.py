@@ -6,7 +6,7 @@ same keyspace, in RESP2 and RESP3."""
 from __future__ import annotations
 
 import pytest
-from helpers.keyevents import WAIT, Watched, compare, keyspace, readable, run
+from helpers.keyevents import WAIT, Watched, assert_same_events, keyspace, readable, run
 from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc
 
@@ -121,7 +121,7 @@ def test_every_family_matches_valkey(nvalkey: Proc, ntrafikey: Proc, proto: int)
     for p in (nvalkey, ntrafikey):
         _prepare(p.port, "AKEnm")
         streams.append(run(p.port, SEQUENCE, proto))
-    compare(*streams)
+    assert_same_events(*streams)
     # The sequence is worth something only if it produced events at all.
     assert sum(len(e) for _, _, e in streams[0]) > 300
     assert keyspace(nvalkey.port) == keyspace(ntrafikey.port)
@@ -141,7 +141,7 @@ def test_flag_combinations_match_valkey(nvalkey: Proc, ntrafikey: Proc, flags: s
     for p in (nvalkey, ntrafikey):
         _prepare(p.port, flags)
         streams.append(run(p.port, FLAG_SEQUENCE, 2))
-    compare(*streams)
+    assert_same_events(*streams)
 
 
 def test_channel_forms(ntrafikey: Proc) -> None:
@@ -176,7 +176,7 @@ def test_reload_announces_nothing(nvalkey: Proc, ntrafikey: Proc) -> None:
     for p in (nvalkey, ntrafikey):
         _prepare(p.port, "KEAnm")
         streams.append(run(p.port, steps, 2))
-    compare(*streams)
+    assert_same_events(*streams)
     assert [len(e) for _, _, e in streams[0]] == [4, 4, 0, 0, 4, 0, 0]
 
 
