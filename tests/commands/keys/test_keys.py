@@ -14,12 +14,12 @@ import os
 import random
 import time
 
+from helpers.encodings import assert_encodings_agree
 from helpers.resp_wire import Wire
 from helpers.script import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commands.string.test_strings import assert_encodings_agree
 from trafikey_server.util.glob import match
 
 FUTURE_MS = 4000000000123  # 2096

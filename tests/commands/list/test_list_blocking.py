@@ -3,14 +3,14 @@ clients: who is served, in which order, by which push, and what each reads.
 
 The scenario runner and its two sides (Valkey on a short real timeout,
 trafikey-server on its test clock) are the blocking layer's own
-(tests/services/blocking/test_blocking.py); the list's state is read back with
+(tests/helpers/blocking.py); the list's state is read back with
 LRANGE steps.
 """
 
 from __future__ import annotations
 
-from services.blocking import test_blocking as shared
-from services.blocking.test_blocking import T, assert_scenario
+from helpers import blocking as shared
+from helpers.blocking import T, assert_scenario
 
 # The blocking layer's fixtures: the protocol (2 and 3) and the two sides.
 proto = shared.proto

@@ -1,12 +1,12 @@
 """Client-side caching of lists against Valkey: a list read is remembered,
 each list write that changes the key invalidates it (the change signal),
 and a write that changes nothing does not. The scenario runner is the
-tracking tests' own (tests/services/tracking/test_tracking.py)."""
+tracking tests' own (tests/helpers/tracking.py)."""
 
 from __future__ import annotations
 
-from services.tracking import test_tracking as shared
-from services.tracking.test_tracking import Env, compare
+from helpers import tracking as shared
+from helpers.tracking import Env, assert_same_transcripts
 
 servers = shared.servers  # the module's Valkey and trafikey-server
 
@@ -31,4 +31,4 @@ def test_list_reads_are_invalidated_by_list_writes(servers) -> None:  # type: ig
             e.call(w, *write)
             e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)

@@ -6,15 +6,15 @@ timeouts, CLIENT UNBLOCK, and the blocking forms inside MULTI and EVAL
 (answered at once).
 
 The scenario runner (Valkey on a short real timeout, trafikey-server on
-its test clock) is the blocking layer's (tests/services/blocking/test_blocking.py).
+its test clock) is the blocking layer's (tests/helpers/blocking.py).
 Replies here carry no clock: every ID is explicit.
 """
 
 from __future__ import annotations
 
+from helpers import blocking as shared
+from helpers.blocking import TMS, run
 from helpers.stream_diff import same
-from services.blocking import test_blocking as shared
-from services.blocking.test_blocking import TMS, run
 
 proto = shared.proto
 sides = shared.sides

@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from helpers.encodings import assert_encodings_agree
 from helpers.resp_wire import Wire
 from helpers.script import run
 from helpers.servers import start_trafikey, start_valkey
@@ -706,25 +707,6 @@ def _encoding_scenarios(k: str, v: str) -> list[list[tuple[str, ...]]]:
         [("SET", "x", v), ("COPY", "x", k, "DB", "1"), ("SELECT", "1"), ("RENAME", k, k + "z"),
          ("RENAME", k + "z", k), ("MOVE", k, "0"), ("SELECT", "0")],
     ]
-
-
-EMBSTR, RAW = b"$6\r\nembstr\r\n", b"$3\r\nraw\r\n"
-
-
-def assert_encodings_agree(pair, key: str, had_expire: bool = False) -> None:
-    """OBJECT ENCODING of key on both servers must be the same, with one
-    exception. The Valkey under test is built with libc malloc, and under a
-    key of 108 to 111 bytes, whether an expire attached to an existing
-    embstr fits in place depends on the heap's state (what malloc gives
-    back): Valkey then usually answers raw, sometimes embstr, for the very
-    same commands. trafikey answers raw; only that pair is let through, for
-    a key that has or had an expire (``had_expire``: PERSIST leaves the
-    reallocated object behind)."""
-    v, t = pair.both("OBJECT", "ENCODING", key)
-    if (v == EMBSTR and t == RAW and 108 <= len(key) <= 111
-            and (had_expire or pair.v.call("TTL", key) != b":-1\r\n")):
-        return
-    assert t == v, (key[:12], v, t)
 
 
 @pytest.mark.parametrize("klen", [0, 1, 20, 31, 32, 33, 60, 100, 104, 107, 108, 111, 112, 113, 120, 300])

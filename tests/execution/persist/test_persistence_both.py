@@ -15,9 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from helpers.rdb_state import assert_same, populate, state
 from helpers.servers import Proc, start_trafikey
-
-from execution.persist.test_rdb import assert_same, populate, state
 
 
 def _server(d: str, appendonly: str) -> Proc:

@@ -13,134 +13,15 @@ a few milliseconds and the test waits for the event itself (the push).
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Iterator
 
-import pytest
+from helpers import tracking
 from helpers.resp_wire import Wire, encode
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc
+from helpers.tracking import Env, assert_same_transcripts
 
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[Proc, Proc]]:
-    v = start_valkey("--enable-debug-command", "yes")
-    t = start_trafikey("--enable-clock-command", "yes", "--enable-debug-command", "yes")
-    yield v, t
-    v.stop()
-    t.stop()
-
-
-class Env:
-    """One server's side of a scenario."""
-
-    def __init__(self, proc: Proc, ours: bool) -> None:
-        self.port = proc.port
-        self.ours = ours
-        self.wires: list[Wire] = []
-        self.ids: dict[int, bytes] = {}
-        self.log: list[bytes] = []
-
-    def client(self, name: str, proto: int = 2) -> Wire:
-        w = Wire(self.port)
-        self.wires.append(w)
-        if proto == 3:
-            w.call("HELLO", "3")
-        cid = int(w.call("CLIENT", "ID")[1:-2])
-        self.ids[cid] = name.encode()
-        w.name = name  # type: ignore[attr-defined]
-        return w
-
-    def id(self, name: str) -> int:
-        return next(k for k, v in self.ids.items() if v == name.encode())
-
-    def norm(self, b: bytes, ids: bool = False) -> bytes:
-        """IDs as names: in CLIENT LIST fields always, as integers in pushes
-        (tracking-redir-broken) and where the caller says so."""
-        ids = ids or b.startswith(b">")
-        if b.startswith((b"$", b"=")) and b"id=" in b:
-            # A CLIENT LIST/INFO header counts the digits of ids, addresses
-            # and ages, which differ between the servers and between runs.
-            b = re.sub(rb"^[$=]\d+\r\n", b"$<n>\r\n", b)
-        for cid, name in self.ids.items():
-            for fmt in (b":%d\r\n", b"redir=%d ", b"id=%d ") if ids else (b"redir=%d ", b"id=%d "):
-                b = b.replace(fmt % cid, fmt.replace(b"%d", b"<id:" + name + b">"))
-        return b
-
-    def call(self, w: Wire, *args: object) -> bytes:
-        """Send a request and wait for its reply; RESP3 pushes that come
-        first are logged as received (the request's own reply is never a
-        push here), so the next step never overtakes this request."""
-        ids = args[:2] in (("CLIENT", "GETREDIR"), ("CLIENT", "TRACKINGINFO"))
-        w.send_raw(encode(*args))  # type: ignore[arg-type]
-        subscribing = str(args[0]).upper().endswith("SUBSCRIBE")  # answered with a push in RESP3
-        while True:
-            r = self.norm(w.read_reply(), ids)
-            if not r.startswith(b">") or subscribing:
-                break
-            self.log.append(w.name.encode() + b"< " + r)  # type: ignore[attr-defined]
-        self.log.append(w.name.encode() + b"> " + r)  # type: ignore[attr-defined]
-        return r
-
-    def read(self, w: Wire) -> bytes:
-        r = self.norm(w.read_reply())
-        self.log.append(w.name.encode() + b"< " + r)  # type: ignore[attr-defined]
-        return r
-
-    def drain(self, w: Wire) -> None:
-        """Whatever arrived before a PING's reply, then the PONG."""
-        w.send_raw(b"*1\r\n$4\r\nPING\r\n")
-        while True:
-            r = self.read(w)
-            if r in (b"+PONG\r\n", b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"):
-                return
-
-    def client_list(self, w: Wire, *names: str) -> None:
-        """CLIENT LIST's id, flags and redir fields of the named clients
-        (addresses, fds and memory differ between the servers)."""
-        lst = self.norm(w.call("CLIENT", "LIST", "ID", *(self.id(n) for n in names)))
-        self.log.append(b" ".join(f for f in lst.split() if f.startswith((b"flags=", b"redir=", b"id="))))
-
-    def expire_now(self, w: Wire, key: str) -> None:
-        """Give key a TTL that runs out at once (the active sweep will find it)."""
-        if self.ours:
-            w.call("PEXPIRE", key, 10)
-            w.call("TRAFIKEY.CLOCK", "ADVANCE", 20)
-        else:
-            w.call("PEXPIRE", key, 5)
-
-    def close(self) -> None:
-        for w in self.wires:
-            w.close()
-
-
-Scenario = Callable[[Env], None]
-
-
-def compare(servers: tuple[Proc, Proc], scenario: Scenario) -> list[bytes]:
-    v_proc, t_proc = servers
-    out = []
-    for proc, ours in ((v_proc, False), (t_proc, True)):
-        admin = Wire(proc.port)
-        admin.call("FLUSHALL")
-        admin.call("CONFIG", "SET", "tracking-table-max-keys", "1000000")
-        if ours:
-            admin.call("TRAFIKEY.CLOCK", "FREEZE")
-        env = Env(proc, ours)
-        try:
-            scenario(env)
-        finally:
-            env.close()
-            if ours:
-                admin.call("TRAFIKEY.CLOCK", "RELEASE")
-            admin.close()
-        out.append(env.log)
-    v, t = out
-    if t != v:
-        first = next((i for i, (x, y) in enumerate(zip(v, t, strict=False)) if x != y), min(len(v), len(t)))
-        lines = [f"{x!r:70} | {y!r}" for x, y in zip(v[first - 3:first + 8], t[first - 3:first + 8], strict=False)]
-        raise AssertionError(f"transcripts differ at {first} (valkey | trafikey):\n" + "\n".join(lines))
-    return v
+# The fixture of helpers/tracking.py: a Valkey and a trafikey-server for the module.
+servers = tracking.servers
 
 
 # -- scenarios ------------------------------------------------------------------------------
@@ -168,7 +49,7 @@ def test_resp3_reader_and_writer(servers: tuple[Proc, Proc]) -> None:
         e.call(w, "DEL", "h")
         e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_three_clients_and_noloop(servers: tuple[Proc, Proc]) -> None:
@@ -193,7 +74,7 @@ def test_three_clients_and_noloop(servers: tuple[Proc, Proc]) -> None:
         e.drain(a)
         e.client_list(w, "a", "b")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_transaction_and_script_ordering(servers: tuple[Proc, Proc]) -> None:
@@ -228,7 +109,7 @@ def test_transaction_and_script_ordering(servers: tuple[Proc, Proc]) -> None:
         e.call(a, "EVAL", "return redis.call('incr', KEYS[1])", 1, "k1{t}")  # after the script's reply
         e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_optin_optout_and_caching(servers: tuple[Proc, Proc]) -> None:
@@ -262,7 +143,7 @@ def test_optin_optout_and_caching(servers: tuple[Proc, Proc]) -> None:
         e.call(w, "MSET", "k1", "z", "k2", "z")
         e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_bcast(servers: tuple[Proc, Proc]) -> None:
@@ -291,7 +172,7 @@ def test_bcast(servers: tuple[Proc, Proc]) -> None:
         e.log.append(b"\n".join(line for line in info.split(b"\r\n") if line.startswith(b"tracking_")))
         e.client_list(w, "a", "b")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_switching_modes(servers: tuple[Proc, Proc]) -> None:
@@ -310,7 +191,7 @@ def test_switching_modes(servers: tuple[Proc, Proc]) -> None:
         e.call(a, "CLIENT", "TRACKINGINFO")
         e.call(a, "CLIENT", "GETREDIR")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_redirect_and_broken_redirect(servers: tuple[Proc, Proc]) -> None:
@@ -347,7 +228,7 @@ def test_redirect_and_broken_redirect(servers: tuple[Proc, Proc]) -> None:
         e.client_list(w, "a", "a2")
         e.call(a, "CLIENT", "TRACKING", "on", "REDIRECT", e.id("r"))
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_expiry(servers: tuple[Proc, Proc]) -> None:
@@ -367,7 +248,7 @@ def test_expiry(servers: tuple[Proc, Proc]) -> None:
         e.read(b)
         e.drain(b)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_lazy_expiry_message_follows_reply(servers: tuple[Proc, Proc]) -> None:
@@ -396,7 +277,7 @@ def test_lazy_expiry_message_follows_reply(servers: tuple[Proc, Proc]) -> None:
         if not e.ours:
             a.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_tracking_table_max_keys(servers: tuple[Proc, Proc]) -> None:
@@ -421,7 +302,7 @@ def test_tracking_table_max_keys(servers: tuple[Proc, Proc]) -> None:
         e.log.append(b" ".join(x for x in stats.split(b"\r\n") if x.startswith(b"tracking_total")))
         e.call(w, "CONFIG", "SET", "tracking-table-max-keys", "1000000")
 
-    log = compare(servers, sc)
+    log = assert_same_transcripts(servers, sc)
     assert b"tracking_total_keys:4 tracking_total_items:4" in log[2]
 
 
@@ -449,7 +330,7 @@ def test_client_reply(servers: tuple[Proc, Proc]) -> None:
         e.call(a, "DISCARD")
         e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_refusals(servers: tuple[Proc, Proc]) -> None:
@@ -498,7 +379,7 @@ def test_refusals(servers: tuple[Proc, Proc]) -> None:
             e.call(w, "CLIENT", "TRACKINGINFO")
             e.call(w, "CLIENT", "TRACKING", "off")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_info_and_disconnect(servers: tuple[Proc, Proc]) -> None:
@@ -524,7 +405,7 @@ def test_info_and_disconnect(servers: tuple[Proc, Proc]) -> None:
         e.call(w, "SET", "k2", "3")  # a's entry, dropped lazily
         fields(e, w)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_resp2_redirect_through_pubsub(servers: tuple[Proc, Proc]) -> None:
@@ -559,7 +440,7 @@ def test_resp2_redirect_through_pubsub(servers: tuple[Proc, Proc]) -> None:
         e.drain(r)
         e.client_list(w, "a")
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_resp3_redirect_client_in_pubsub(servers: tuple[Proc, Proc]) -> None:
@@ -578,7 +459,7 @@ def test_resp3_redirect_client_in_pubsub(servers: tuple[Proc, Proc]) -> None:
         e.call(r, "UNSUBSCRIBE")
         e.drain(r)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 _WRITES: list[tuple[list[tuple[object, ...]], tuple[object, ...]]] = [
@@ -638,7 +519,7 @@ def test_every_kind_of_write_invalidates(servers: tuple[Proc, Proc]) -> None:
             e.call(w, *cmd)
             e.drain(a)
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
 
 
 def test_pipeline_databases_and_protocol_switch(servers: tuple[Proc, Proc]) -> None:
@@ -686,4 +567,4 @@ def test_pipeline_databases_and_protocol_switch(servers: tuple[Proc, Proc]) -> N
         e.call(w, "CLIENT", "LIST", "FLAGS", "R", "ID", e.id("a"), e.id("w"))
         e.log[-1] = e.log[-1][:20]
 
-    compare(servers, sc)
+    assert_same_transcripts(servers, sc)
