@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from helpers.key_snapshot import snapshot
 from helpers.keyevents import assert_same_events, streams_with_flags
 from helpers.servers import Proc, lazy_expiry_pair
-
-from .test_sort_commands import snapshot
 
 SEQUENCE: list[tuple] = [
     ("RPUSH", "l", "c", "a", "b"), ("MSET", "w_a", "2", "w_b", "1"), ("HSET", "h_c", "f", "9"),
