@@ -31,6 +31,15 @@ class Pair:
         self.t.close()
 
 
+def string_key(pair: Pair, key: str = "str") -> bool:
+    """A string key on both servers, once trafikey serves SET."""
+    t = pair.t.call("SET", key, "x")
+    if t.startswith(b"-"):
+        return False
+    assert pair.v.call("SET", key, "x") == t
+    return True
+
+
 def fresh(port: int, proto: int = 2) -> Wire:
     """A new connection, every database flushed, in RESP ``proto``."""
     w = Wire(port)

@@ -8,6 +8,7 @@ there we compare contents. HRANDFIELD picks are random: properties only.
 from __future__ import annotations
 
 import pytest
+from helpers.pair import string_key
 from helpers.replies import bulk_items
 from helpers.script import run
 from hypothesis import HealthCheck, given, settings
@@ -15,17 +16,6 @@ from hypothesis import strategies as st
 
 ENTRIES = 512  # hash-max-listpack-entries (Valkey 9's default)
 VALUE = 64  # hash-max-listpack-value
-
-
-
-
-def string_key(pair, key: str = "str") -> bool:
-    """A string key on both servers, once trafikey serves SET."""
-    t = pair.t.call("SET", key, "x")
-    if t.startswith(b"-"):
-        return False
-    assert pair.v.call("SET", key, "x") == t
-    return True
 
 
 def hfill(pair, key: str, n: int, field=lambda i: "f%04d" % i, value=lambda i: "v%d" % i) -> None:

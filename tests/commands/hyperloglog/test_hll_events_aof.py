@@ -20,17 +20,14 @@ import pytest
 import redis
 from helpers.aof_util import aof_server, keyspace, legacy_copy, logged, valkey_on
 from helpers.keyevents import assert_same_events, streams_with_flags
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
     """A pair of this module's own: the tests change notify-keyspace-events."""
-    v = start_valkey()
-    t = start_trafikey()
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 STEPS: list[tuple] = [

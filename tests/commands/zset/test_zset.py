@@ -20,23 +20,13 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from helpers.pair import string_key
 from helpers.replies import bulk_items
 
 from trafikey_server.values.zset import LEX_MAX, LEX_MIN, LEX_STR, ZSet, lex_gte_min, lex_lte_max
 
 ENTRIES = 128  # zset-max-listpack-entries
 VALUE = 64  # zset-max-listpack-value
-
-
-
-
-def string_key(pair, key: str = "str") -> bool:
-    """A string key on both servers, once trafikey serves SET."""
-    t = pair.t.call("SET", key, "x")
-    if t.startswith(b"-"):
-        return False
-    assert pair.v.call("SET", key, "x") == t
-    return True
 
 
 def fill(pair, key: str, n: int, score=lambda i: i, member=lambda i: "m%03d" % i) -> None:

@@ -17,18 +17,15 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import Proc, own_pair
 from redis.cache import CacheConfig
 from redis.connection import CacheProxyConnection
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Proc, Proc]]:
-    v = start_valkey()
-    t = start_trafikey()
-    yield v, t
-    v.stop()
-    t.stop()
+    with own_pair() as pair:
+        yield pair
 
 
 def _gets(r: redis.Redis) -> int:
