@@ -14,6 +14,7 @@ tests.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
@@ -296,6 +297,7 @@ def _bulks(reply: bytes) -> list[bytes]:
     return lines[2:-1:2]
 
 
+@pytest.mark.slow
 def test_random_sequences_match_valkey(pair) -> None:  # type: ignore[no-untyped-def]
     run_state_machine_as_test(
         lambda: Differential(pair),

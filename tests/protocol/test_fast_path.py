@@ -125,6 +125,7 @@ def inputs(draw: st.DrawFn) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(edges)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", FAST)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reads=inputs())

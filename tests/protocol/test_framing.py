@@ -215,6 +215,7 @@ GUARD = [b"POST / HTTP/1.1\r\n", b"Host: localhost\r\n", encode("POST", "x"), en
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(template=pipelines(malformed=False))
 def test_valid_pipelines_at_every_cut(servers: tuple[Proc, Proc], template: bytes) -> None:
@@ -227,6 +228,7 @@ def test_malformed_pipelines_at_every_cut(servers: tuple[Proc, Proc], template: 
     assert_cuts_agree(servers, template, every_cut(template))
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(template=pipelines(malformed=True), data=st.data())
 def test_malformed_pipelines_in_many_reads(servers: tuple[Proc, Proc], template: bytes, data: st.DataObject) -> None:

@@ -834,6 +834,7 @@ LINEUPS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lineup", list(LINEUPS))
 def test_random_sequences_agree(request: pytest.FixtureRequest, lineup: str) -> None:
     """Long random sequences of valid calls, run in lockstep by every

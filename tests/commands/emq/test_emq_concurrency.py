@@ -58,6 +58,7 @@ import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+import pytest
 import redis
 from helpers.servers import Proc
 
@@ -670,6 +671,7 @@ def merge(parts: list[Chaos]) -> Chaos:
     return out
 
 
+@pytest.mark.slow
 def test_chaos_crashes_doubles_stale_tokens_sweepers_and_clock_jumps(emq: redis.Redis, emq_server: Proc) -> None:
     ids = [b"c%04d" % i for i in range(CHAOS_JOBS)]
     pipe = emq.pipeline(transaction=False)

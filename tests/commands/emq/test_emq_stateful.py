@@ -345,6 +345,7 @@ def wire(emq_server: object, emq: redis.Redis) -> Iterator[Wire]:
     w.close()
 
 
+@pytest.mark.slow
 def test_random_verb_sequences_match_the_model(emq: redis.Redis, wire: Wire) -> None:
     run_state_machine_as_test(
         lambda: EmqMachine(emq, wire),

@@ -209,6 +209,7 @@ def test_min_replicas_and_scripts(sx: Spare) -> None:
     sx.keyspace()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [("--extended-redis-compatibility", "yes"), ("--min-replicas-to-write", "1")])
 def test_busy_texts(extra: tuple[str, str]) -> None:
     """While a script is busy: under extended-redis-compatibility the BUSY

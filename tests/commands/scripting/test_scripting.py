@@ -1053,6 +1053,7 @@ def test_function_load_refusals(sp) -> None:
         sp.check(*cmd)
 
 
+@pytest.mark.slow
 def test_function_load_timeout(sp2) -> None:
     """A library's code may run 500 ms at FUNCTION LOAD, and no more."""
     for body in ["while true do end", "local function f() while true do end end\nf()"]:
@@ -1073,6 +1074,7 @@ def _start(proc, *args: object) -> Wire:  # type: ignore[no-untyped-def]
     return w
 
 
+@pytest.mark.slow
 def test_busy_script_kill_and_shutdown() -> None:
     """A script running past busy-reply-threshold: other clients (already
     connected or connecting meanwhile) get BUSY, SCRIPT KILL / FUNCTION KILL

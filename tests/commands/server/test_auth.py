@@ -125,6 +125,7 @@ def trafikey_locked() -> Iterator[Proc]:
     p.stop()
 
 
+@pytest.mark.slow
 def test_redis_py_sync_username_password(trafikey_locked: Proc) -> None:
     port = trafikey_locked.port
     with pytest.raises(redis.AuthenticationError):

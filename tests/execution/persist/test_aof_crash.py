@@ -123,6 +123,7 @@ def test_kill9_always_loses_nothing() -> None:
     assert crash_rounds("always", 4) == 0
 
 
+@pytest.mark.slow
 def test_kill9_everysec_measured() -> None:
     """A killed process (not a lost machine) loses nothing under everysec
     either: records reach the kernel before replies are sent."""
@@ -167,6 +168,7 @@ def list_set_crash_rounds(policy: str, rounds: int) -> None:
     print(f"\n{policy}: {rounds} kill -9 rounds, {acked} acknowledged list and set writes, none lost")
 
 
+@pytest.mark.slow
 def test_kill9_always_keeps_lists_and_sets() -> None:
     list_set_crash_rounds("always", 3)
 

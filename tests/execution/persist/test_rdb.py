@@ -327,6 +327,7 @@ def test_rdbchecksum_no_writes_zero_and_skips_the_check(d: str) -> None:
 # -- background saves, rules, counters ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bgsave_does_not_block(d: str) -> None:
     p = tk(d)
     try:

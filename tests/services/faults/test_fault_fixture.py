@@ -79,6 +79,7 @@ def test_the_session_server_has_faults(trafikey_server):
 '''
 
 
+@pytest.mark.slow
 def test_fixture_in_a_project(project: pytest.Pytester) -> None:
     project.makepyfile(test_sample=SAMPLE)
     run(project, "-v").assert_outcomes(passed=3)

@@ -297,6 +297,7 @@ def test_output_buffer_hard_limit_disconnects(spare: tuple[Proc, Proc]) -> None:
         config_set(spare, "client-output-buffer-limit", "normal 0 0 0")
 
 
+@pytest.mark.slow
 def test_output_buffer_soft_limit_disconnects_after_its_seconds() -> None:
     with both_servers("--client-output-buffer-limit", "normal 0 1mb 1") as pair:
         for p in pair:
