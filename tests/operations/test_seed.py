@@ -403,6 +403,7 @@ def evictions(port: int, policy: str, seed: str) -> tuple[bytes, bytes]:
         w.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["allkeys-random", "allkeys-lfu"])
 def test_eviction_picks_repeat(policy: str) -> None:
     """The same seed evicts the same keys in two processes hashing strings

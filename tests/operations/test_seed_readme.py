@@ -13,6 +13,7 @@ pytest_plugins = ["pytester"]
 HEADING = "Reproducible randomness"
 
 
+@pytest.mark.slow
 def test_readme_example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     (ini,) = code_blocks(HEADING, "ini")
     (code,) = code_blocks(HEADING, "python")
