@@ -20,7 +20,7 @@ from helpers.script import run
 DEADLINE = 10.0  # seconds: liveness bound, not a timing claim
 
 
-def _eventually(w: Wire, cmd: tuple[str, ...], want: bytes) -> None:
+def assert_eventually(w: Wire, cmd: tuple[str, ...], want: bytes) -> None:
     """Poll until cmd answers want, or fail at the deadline."""
     end = time.monotonic() + DEADLINE
     while True:
@@ -43,7 +43,7 @@ def test_active_expiry_px_50(pair) -> None:
     def scenario(w: Wire) -> None:
         assert w.call("SET", "k", "v", "PX", "50") == b"+OK\r\n"
         assert w.call("SET", "stays", "v") == b"+OK\r\n"
-        _eventually(w, ("DBSIZE",), b":1\r\n")
+        assert_eventually(w, ("DBSIZE",), b":1\r\n")
         assert w.call("KEYS", "*") == b"*1\r\n$5\r\nstays\r\n"
         assert w.call("EXISTS", "k") == b":0\r\n"
 
@@ -57,9 +57,9 @@ def test_active_expiry_many_keys(pair) -> None:
         w.call("SELECT", "1")
         w.pipeline([("PSETEX", f"k{i}", "30", "v") for i in range(500)])
         w.pipeline([("SET", f"keep{i}", "v") for i in range(10)])
-        _eventually(w, ("DBSIZE",), b":10\r\n")
+        assert_eventually(w, ("DBSIZE",), b":10\r\n")
         w.call("SELECT", "0")
-        _eventually(w, ("DBSIZE",), b":0\r\n")
+        assert_eventually(w, ("DBSIZE",), b":0\r\n")
 
     _both(pair, scenario)
 
@@ -90,7 +90,7 @@ def test_every_way_of_setting_a_ttl_expires(pair) -> None:
         w.call("SET", "o", "y", "KEEPTTL")
         w.call("SET", "p", "x", "PX", "50")
         w.call("APPEND", "p", "y")
-        _eventually(w, ("DBSIZE",), b":0\r\n")
+        assert_eventually(w, ("DBSIZE",), b":0\r\n")
 
     _both(pair, scenario)
 
@@ -115,7 +115,7 @@ def test_what_removes_a_ttl_survives(pair) -> None:
         w.call("DEL", "g")
         w.call("SET", "g", "new")
         w.call("SET", "gone", "v", "PX", "50")
-        _eventually(w, ("DBSIZE",), b":7\r\n")
+        assert_eventually(w, ("DBSIZE",), b":7\r\n")
         assert w.call("MGET", "a", "b", "c", "d", "e", "f", "g") == (
             b"*7\r\n$1\r\nv\r\n$1\r\nw\r\n$1\r\nv\r\n$1\r\nv\r\n$1\r\nw\r\n$1\r\nw\r\n$3\r\nnew\r\n")
 

@@ -45,7 +45,7 @@ def clock(r: redis.Redis, *args: object) -> int:
     return reply
 
 
-def eventually(probe: Callable[[], object], want: object, what: str) -> None:
+def assert_eventually(probe: Callable[[], object], want: object, what: str) -> None:
     end = time.monotonic() + DEADLINE
     while True:
         got = probe()
@@ -202,7 +202,7 @@ def test_advance_running_keeps_running(emq: redis.Redis) -> None:
     got = clock(emq, "ADVANCE", day)
     after = wall_ms()
     assert before + day <= got <= after + day
-    eventually(lambda: clock(emq, "GET") > got, True, "running clock after ADVANCE")
+    assert_eventually(lambda: clock(emq, "GET") > got, True, "running clock after ADVANCE")
     before = wall_ms()
     now = clock(emq, "GET")
     after = wall_ms()
@@ -215,7 +215,7 @@ def test_set_running_keeps_running(emq: redis.Redis) -> None:
     before = wall_ms()
     got = clock(emq, "SET", target)
     assert target <= got <= target + (wall_ms() - before)
-    eventually(lambda: clock(emq, "GET") > got, True, "running clock after SET")
+    assert_eventually(lambda: clock(emq, "GET") > got, True, "running clock after SET")
 
 
 def test_freeze_running_offset_clock(emq: redis.Redis) -> None:
@@ -440,7 +440,7 @@ def test_active_expiry_follows_clock(emq: redis.Redis) -> None:
     pipe.execute()
     assert emq.dbsize() == 310
     clock(emq, "ADVANCE", 60_300)
-    eventually(emq.dbsize, 10, "DBSIZE after advancing past 300 TTLs")
+    assert_eventually(emq.dbsize, 10, "DBSIZE after advancing past 300 TTLs")
     assert sorted(emq.keys("*")) == sorted(
         [f"keep{i}".encode() for i in range(5)] + [f"later{i}".encode() for i in range(5)]
     )
@@ -451,7 +451,7 @@ def test_active_expiry_follows_running_offset(emq: redis.Redis) -> None:
     emq.set("x", "v", ex=3600)
     emq.set("y", "v")
     clock(emq, "ADVANCE", 3_601_000)
-    eventually(emq.dbsize, 1, "DBSIZE after advancing a running clock past a TTL")
+    assert_eventually(emq.dbsize, 1, "DBSIZE after advancing a running clock past a TTL")
     assert emq.exists("y") == 1
 
 
