@@ -497,7 +497,7 @@ def _store(c: Client, argv: list[bytes], dst: bytes, pairs: list[tuple[float, by
             out.add(m, s)
         db.set(dst, out)
         db.notify(b"geosearchstore" if flags & _SEARCH else b"georadiusstore", dst)
-    elif db.delete(dst):
+    elif db.delete_stored(dst):
         db.notify(b"del", dst)
     else:
         c.server.dirty -= 1

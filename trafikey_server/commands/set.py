@@ -255,7 +255,7 @@ def _store(c: Client, dst: bytes, r: SetValue, event: bytes) -> bytes:
     if r:
         db.set(dst, r)
         db.notify(event, dst)
-    elif db.delete(dst):
+    elif db.delete_stored(dst):
         db.notify(b"del", dst)
     return integer(len(r))
 

@@ -443,7 +443,7 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     order, as Valkey does, so the listpack/skiplist switch (and the -0 a
     listpack cannot hold) happen at the same member."""
     if not pairs:
-        if c.db.delete(dst):
+        if c.db.delete_stored(dst):
             c.db.notify(b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
@@ -866,7 +866,7 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
     """Valkey builds the result as a skiplist and turns it into a listpack
     if it is small enough, which is also when a -0 score becomes 0."""
     if not result:
-        if c.db.delete(dst):
+        if c.db.delete_stored(dst):
             c.db.notify(b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
