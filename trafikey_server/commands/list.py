@@ -11,6 +11,10 @@ listTypeTryConversion does.
 The blocking forms park the client through ``services/blocking.py`` when
 every key is empty; the request runs again once a push makes one ready, so
 a served BLPOP is exactly an LPOP of its first non-empty key.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a list its last element left goes with ``del`` after them.
 """
 
 from __future__ import annotations

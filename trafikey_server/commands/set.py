@@ -6,6 +6,10 @@ a listpack); a hashtable's order is Valkey's hash table's and cannot match.
 A result built by SUNION/SDIFF/SINTER is a new set started as an intset and
 filled member by member, so its encoding, and thus its order, moves as
 Valkey's does.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a set its last member left goes with ``del`` after them.
 """
 
 from __future__ import annotations

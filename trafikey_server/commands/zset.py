@@ -8,6 +8,10 @@ are Valkey 9's ``t_zset.c``. Range reads resolve to an index span of the
 Scores are written with ``c.r.double`` (a bulk string in RESP2, a double in
 RESP3); with WITHSCORES, RESP2 gets one flat array and RESP3 an array of
 ``[member, score]`` pairs, because clients need the order a map would lose.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a sorted set its last member left goes with ``del`` after them.
 """
 
 from __future__ import annotations
