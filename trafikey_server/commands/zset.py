@@ -12,6 +12,8 @@ RESP3); with WITHSCORES, RESP2 gets one flat array and RESP3 an array of
 A write's side effects are the database's (``Db.notify``, ``Db.modified``,
 ``Db.members_removed``): each handler names its events in Valkey's order,
 and a sorted set its last member left goes with ``del`` after them.
+``members_removed`` is handed the member table (``zs.scores``): its
+emptiness costs no call, where a ``ZSet``'s own ``__len__`` would.
 """
 
 from __future__ import annotations
@@ -479,7 +481,7 @@ def zrem(c: Client, argv: list[bytes]) -> bytes:
             if not zs.scores:
                 break  # the last member went: so does the key
     if deleted:
-        c.db.members_removed(key, zs, b"zrem")
+        c.db.members_removed(key, zs.scores, b"zrem")
     return integer(deleted)
 
 
@@ -513,7 +515,7 @@ def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
 def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int, event: bytes) -> bytes:
     n = zs.remove_span(lo, hi)
     if n:
-        c.db.members_removed(key, zs, event)
+        c.db.members_removed(key, zs.scores, event)
     return integer(n)
 
 
@@ -545,7 +547,7 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
         # RESP3 nests [member, score] pairs only when a count was given.
         pairs = [pop() for _ in range(min(len(zs.scores), count))]
         out = _with_scores(c, pairs)
-    db.members_removed(key, zs, b"zpopmax" if top else b"zpopmin")
+    db.members_removed(key, zs.scores, b"zpopmax" if top else b"zpopmin")
     return out
 
 
@@ -567,7 +569,7 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     else:
         s, m = pairs[0]
         out = [b"*3\r\n", kb, _pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n%s" % (len(m), m, c.r.double(s))]
-    c.db.members_removed(key, zs, b"zpopmax" if top else b"zpopmin")
+    c.db.members_removed(key, zs.scores, b"zpopmax" if top else b"zpopmin")
     return b"".join(out)
 
 
