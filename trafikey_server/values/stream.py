@@ -34,7 +34,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from ..protocol.rdbformat import RdbError, encode_len, encode_string
 from ..util.parsing import LLONG_MAX, int64
@@ -77,6 +77,7 @@ F_SAMEFIELDS = 2
 # STREAM_LISTPACK_MAX_SIZE: a node's byte bound whatever the configuration.
 LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
+_T = TypeVar("_T")
 
 
 class Pel(dict[int, "Nack"]):
@@ -104,7 +105,14 @@ class Pel(dict[int, "Nack"]):
         ids = self._ids
         del ids[bisect_left(ids, sid)]
 
-    def pop(self, sid: int, *default: Nack | None) -> Nack | None:  # type: ignore[override]
+    @overload
+    def pop(self, sid: int, /) -> Nack: ...
+    @overload
+    def pop(self, sid: int, default: Nack, /) -> Nack: ...
+    @overload
+    def pop(self, sid: int, default: _T, /) -> Nack | _T: ...
+
+    def pop(self, sid: int, *default: object) -> object:
         nack = dict.pop(self, sid, None)
         if nack is not None:
             ids = self._ids
