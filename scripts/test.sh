@@ -18,6 +18,8 @@ python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 python3 -c "from trafikey_server.util import native; print(native.describe())"
 
 python3 -m ruff check .
+# The type checker, configured in pyproject.toml ([tool.mypy]): the whole package.
+python3 -m mypy
 
 # Real libraries' own suites (python3 -m compat --subset: a fixed part of
 # each, fetched from PyPI, against Valkey 9.1.2 and this server) run beside

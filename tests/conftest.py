@@ -17,7 +17,7 @@ from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers.resp_wire import Wire
+from helpers.pair import Pair, fresh_pair
 from helpers.servers import Proc, start_trafikey, start_valkey, start_valkey_cluster_node
 
 # The suite is deterministic by default, so a CI run never fails on a case
@@ -58,41 +58,9 @@ def checked_server() -> Iterator[Proc]:
     p.stop()
 
 
-class Pair:
-    """The same requests to Valkey (the oracle) and trafikey-server."""
-
-    def __init__(self, valkey: Wire, trafikey: Wire) -> None:
-        self.v = valkey
-        self.t = trafikey
-
-    def both(self, *args: object) -> tuple[bytes, bytes]:
-        return self.v.call(*args), self.t.call(*args)  # type: ignore[arg-type]
-
-    def check(self, *args: object) -> bytes:
-        """Send to both; the replies must be identical bytes."""
-        v, t = self.both(*args)
-        assert t == v, f"{args!r}\n valkey:   {v!r}\n trafikey: {t!r}"
-        return v
-
-    def check_all(self, *commands: tuple) -> list[bytes]:
-        return [self.check(*cmd) for cmd in commands]
-
-    def close(self) -> None:
-        self.v.close()
-        self.t.close()
-
-
-def _fresh(port: int, proto: int) -> Wire:
-    w = Wire(port)
-    assert w.call("FLUSHALL") == b"+OK\r\n"
-    if proto == 3:
-        w.call("HELLO", "3")
-    return w
-
-
 @pytest.fixture
 def pair(valkey_server: Proc, trafikey_server: Proc) -> Iterator[Pair]:
-    p = Pair(_fresh(valkey_server.port, 2), _fresh(trafikey_server.port, 2))
+    p = fresh_pair(valkey_server.port, trafikey_server.port, 2)
     yield p
     p.close()
 
@@ -100,7 +68,7 @@ def pair(valkey_server: Proc, trafikey_server: Proc) -> Iterator[Pair]:
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
 def pair23(request: pytest.FixtureRequest, valkey_server: Proc, trafikey_server: Proc) -> Iterator[Pair]:
     """A pair in RESP2 and again in RESP3."""
-    p = Pair(_fresh(valkey_server.port, request.param), _fresh(trafikey_server.port, request.param))
+    p = fresh_pair(valkey_server.port, trafikey_server.port, request.param)
     yield p
     p.close()
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TypeAlias, cast
 
 import hiredis
 
@@ -70,6 +70,14 @@ class ReplyError(Exception):
         return str(self).split(" ", 1)[0]
 
 
+# A RESP2 reply as hiredis reads it (an error reply as a ReplyError value).
+Reply: TypeAlias = "bytes | int | list[Reply] | ReplyError | None"
+
+
+def _unexpected(name: str, reply: Reply) -> ConnectError:
+    return ConnectError(f"{name}: the server's reply {reply!r} is not of the job core's form")
+
+
 def _encode(parts: Iterable[bytes | str | int]) -> bytes:
     out = []
     n = 0
@@ -91,18 +99,18 @@ class Connection:
     def send(self, payload: bytes) -> None:
         self.sock.sendall(payload)
 
-    def read(self) -> Any:
+    def read(self) -> Reply:
         reader = self.reader
         while True:
             reply = reader.gets()
             if reply is not False:
-                return reply
+                return cast(Reply, reply)
             chunk = self.sock.recv(1 << 18)
             if not chunk:
                 raise ConnectionError("server closed the connection")
             reader.feed(chunk)
 
-    def execute(self, *parts: bytes | str | int) -> Any:
+    def execute(self, *parts: bytes | str | int) -> Reply:
         self.send(_encode(parts))
         return self.read()
 
@@ -130,6 +138,8 @@ class Connector:
             reply = self.conn.execute(b"EMQ.VERSION")
             if isinstance(reply, ReplyError):
                 raise ConnectError(f"the server has no native job core: {reply}")
+            if not isinstance(reply, bytes):
+                raise ConnectError(f"EMQ.VERSION replied {reply!r}")
             tokens = set(reply.decode().split())
             missing = [t for t in JOB_CORE_TOKENS if t not in tokens]
             if missing:
@@ -139,7 +149,7 @@ class Connector:
             raise ConnectError(f"{BRAND_KEY.decode()} holds {brand!r}, wire {self.wire} needs {BRANDS[self.wire]!r}")
 
     @staticmethod
-    def _ok(reply: Any) -> None:
+    def _ok(reply: Reply) -> None:
         if isinstance(reply, ReplyError):
             raise reply
 
@@ -163,14 +173,14 @@ class Connector:
             raise Unsupported((f"wire{self.wire}_unsupported", name))
         return _encode([b"EVALSHA", script.sha1, len(keys), *keys, *args])
 
-    def call(self, name: str, keys: Sequence[bytes], args: Sequence[bytes | str | int] = ()) -> Any:
+    def call(self, name: str, keys: Sequence[bytes], args: Sequence[bytes | str | int] = ()) -> Reply:
         """One job-core call; an error reply is raised as ReplyError."""
         reply = self.pipeline([(name, keys, args)])[0]
         if isinstance(reply, ReplyError):
             raise reply
         return reply
 
-    def pipeline(self, calls: Sequence[tuple[str, Sequence[bytes], Sequence[bytes | str | int]]]) -> list[Any]:
+    def pipeline(self, calls: Sequence[tuple[str, Sequence[bytes], Sequence[bytes | str | int]]]) -> list[Reply]:
         """Several calls in one write; the replies in order, errors as ReplyError
         values. A script the server did not know (NOSCRIPT) is loaded and
         its call sent again, after the rest of the batch."""
@@ -212,50 +222,75 @@ class Queue:
             "counts": [self.pending, self.active, self.schedule, self.dead], "state": [p],
         }[name]
 
-    def call(self, name: str, *args: bytes | str | int) -> Any:
+    def call(self, name: str, *args: bytes | str | int) -> Reply:
         return self.c.call(name, self.keys(name), args)
 
+    def _int(self, name: str, *args: bytes | str | int) -> int:
+        reply = self.call(name, *args)
+        if isinstance(reply, int):
+            return reply
+        raise _unexpected(name, reply)
+
+    def _bulk(self, name: str, *args: bytes | str | int) -> bytes | None:
+        reply = self.call(name, *args)
+        if reply is None or isinstance(reply, bytes):
+            return reply
+        raise _unexpected(name, reply)
+
+    def _array(self, name: str, *args: bytes | str | int) -> list[Reply]:
+        reply = self.call(name, *args)
+        if isinstance(reply, list):
+            return reply
+        raise _unexpected(name, reply)
+
     def enqueue(self, job: bytes, payload: bytes) -> bytes | None:
-        return self.call("enqueue", job, payload)  # type: ignore[no-any-return]
+        return self._bulk("enqueue", job, payload)
 
     def schedule_at(self, job: bytes, payload: bytes, run_at_ms: int) -> bytes | None:
-        return self.call("schedule", job, payload, run_at_ms)  # type: ignore[no-any-return]
+        return self._bulk("schedule", job, payload, run_at_ms)
 
-    def claim(self, lease_ms: int) -> list[Any]:
-        return self.call("claim", lease_ms)  # type: ignore[no-any-return]
+    def claim(self, lease_ms: int) -> list[Reply]:
+        return self._array("claim", lease_ms)
 
     def extend(self, job: bytes, token: bytes | int, lease_ms: int) -> int:
-        return self.call("extend", job, token, lease_ms)  # type: ignore[no-any-return]
+        return self._int("extend", job, token, lease_ms)
 
     def complete(self, job: bytes, token: bytes | int) -> int:
-        return self.call("complete", job, token)  # type: ignore[no-any-return]
+        return self._int("complete", job, token)
 
     def fail(self, job: bytes, token: bytes | int, max_attempts: int, backoff_ms: int,
              reason: bytes | None = None) -> bytes:
         extra = () if reason is None else (reason,)
-        return self.call("fail", job, token, max_attempts, backoff_ms, *extra)  # type: ignore[no-any-return]
+        reply = self._bulk("fail", job, token, max_attempts, backoff_ms, *extra)
+        if reply is None:
+            raise _unexpected("fail", reply)
+        return reply
 
     def delay(self, job: bytes, token: bytes | int, delay_ms: int) -> int:
-        return self.call("delay", job, token, delay_ms)  # type: ignore[no-any-return]
+        return self._int("delay", job, token, delay_ms)
 
     def promote(self, limit: int | None = None) -> int:
-        return self.call("promote", *(() if limit is None else (limit,)))  # type: ignore[no-any-return]
+        return self._int("promote", *(() if limit is None else (limit,)))
 
     def stalled_check(self, max_stalled: int, limit: int | None = None) -> list[list[bytes]]:
         extra = () if limit is None else (limit,)
-        return self.call("stalled.check", max_stalled, *extra)  # type: ignore[no-any-return]
+        return cast("list[list[bytes]]", self._array("stalled.check", max_stalled, *extra))
 
     def reprocess(self, job: bytes) -> int:
-        return self.call("reprocess", job)  # type: ignore[no-any-return]
+        return self._int("reprocess", job)
 
     def requeue(self, job: bytes, token: bytes | int) -> int:
-        return self.call("requeue", job, token)  # type: ignore[no-any-return]
+        return self._int("requeue", job, token)
 
     def reschedule(self, job: bytes, run_at_ms: int) -> int:
-        return self.call("reschedule", job, run_at_ms)  # type: ignore[no-any-return]
+        return self._int("reschedule", job, run_at_ms)
 
     def counts(self) -> list[int]:
-        return self.call("counts")  # type: ignore[no-any-return]
+        replies = self._array("counts")
+        ints = [n for n in replies if isinstance(n, int)]
+        if len(ints) != len(replies):
+            raise _unexpected("counts", replies)
+        return ints
 
     def state(self, job: bytes) -> bytes | None:
-        return self.call("state", job)  # type: ignore[no-any-return]
+        return self._bulk("state", job)

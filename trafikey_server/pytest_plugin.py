@@ -62,9 +62,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, cast
 
 import pytest
+
+if TYPE_CHECKING:
+    import redis
+    import redis.asyncio
 
 from .util.procs import free_port
 
@@ -206,7 +210,7 @@ class TrafikeyServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def client(self, **kwargs: Any) -> Any:
+    def client(self, **kwargs: Any) -> redis.Redis:
         import redis
 
         return redis.Redis(host=self.host, port=self.port, **kwargs)
@@ -280,6 +284,8 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
     chosen again. A server that fails any step after its start (no answer
     in time, an interrupt, redis-py failing) is stopped before the error
     goes on: only a ready server is handed out."""
+    argv: list[str] = []
+    log = ""
     for _ in range(attempts):
         port = free_port()
         argv, clock = server_argv(config, port, directory)
@@ -288,7 +294,8 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
             if server.wait_ready():
                 client = server.client(decode_responses=True)
                 try:
-                    server.brand = client.get(BRAND_KEY)
+                    brand = client.get(BRAND_KEY)
+                    server.brand = brand.decode() if isinstance(brand, bytes) else brand
                 finally:
                     client.close()
                 return server
@@ -296,9 +303,10 @@ def start_server(config: pytest.Config, directory: Path, attempts: int = 3) -> T
             server.stop()
             raise
         server.stop()
-        if "Address already in use" not in server.log():
+        log = server.log()
+        if "Address already in use" not in log:
             break
-    raise RuntimeError(f"trafikey-server exited at start ({' '.join(argv)}):\n{server.log()}")
+    raise RuntimeError(f"trafikey-server exited at start ({' '.join(argv)}):\n{log}")
 
 
 @pytest.fixture(scope="session")
@@ -325,13 +333,14 @@ def reset(server: TrafikeyServer) -> None:
         if server.brand is not None:
             client.set(BRAND_KEY, server.brand)
         if server.clock_enabled:
-            client.execute_command("TRAFIKEY.CLOCK", "RELEASE")
+            commands: CommandClient = client
+            commands.execute_command("TRAFIKEY.CLOCK", "RELEASE")
     finally:
         client.close()
 
 
 @pytest.fixture
-def trafikey(trafikey_server: TrafikeyServer) -> Iterator[Any]:
+def trafikey(trafikey_server: TrafikeyServer) -> Iterator[redis.Redis]:
     """A redis-py client on a reset keyspace (replies as bytes)."""
     reset(trafikey_server)
     client = trafikey_server.client()
@@ -361,9 +370,9 @@ class LoopPools:
         self._kwargs = kwargs
         self._pool_class = redis.asyncio.ConnectionPool
         self._outside = self._pool_class(**kwargs)  # answers encoder/kwargs questions asked outside a loop
-        self._pools: dict[asyncio.AbstractEventLoop, tuple[Any, asyncio.Task[None]]] = {}
+        self._pools: dict[asyncio.AbstractEventLoop, tuple[redis.asyncio.ConnectionPool, asyncio.Task[None]]] = {}
 
-    def _current(self) -> Any:
+    def _current(self) -> redis.asyncio.ConnectionPool:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -374,7 +383,7 @@ class LoopPools:
             entry = self._pools[loop] = (pool, loop.create_task(self._close_with(loop, pool)))
         return entry[0]
 
-    async def _close_with(self, loop: asyncio.AbstractEventLoop, pool: Any) -> None:
+    async def _close_with(self, loop: asyncio.AbstractEventLoop, pool: redis.asyncio.ConnectionPool) -> None:
         try:
             await loop.create_future()  # until cancelled: the loop's end or close()
         finally:
@@ -414,7 +423,7 @@ def _anyio_backend(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-def trafikey_async(request: pytest.FixtureRequest, trafikey_server: TrafikeyServer) -> Iterator[Any]:
+def trafikey_async(request: pytest.FixtureRequest, trafikey_server: TrafikeyServer) -> Iterator[redis.asyncio.Redis]:
     """A ``redis.asyncio.Redis`` on a reset keyspace. A plain (synchronous)
     fixture, so pytest-asyncio in strict or auto mode and anyio all accept
     it; it connects in the event loop of whoever awaits it (test, async
@@ -428,14 +437,22 @@ def trafikey_async(request: pytest.FixtureRequest, trafikey_server: TrafikeyServ
 
     reset(trafikey_server)
     pools = LoopPools(host=trafikey_server.host, port=trafikey_server.port)
-    yield redis.asyncio.Redis(connection_pool=pools)
+    # A stand-in for one pool: it hands each call to the running loop's pool.
+    yield redis.asyncio.Redis(connection_pool=cast("redis.asyncio.ConnectionPool", pools))
     pools.close()
+
+
+class CommandClient(Protocol):
+    """What the helpers below use of a redis-py client: a command sent as
+    its words, the reply as redis-py parses it."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Any: ...
 
 
 class ServerClock:
     """The server's clock (TRAFIKEY.CLOCK), in milliseconds since the epoch."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: CommandClient) -> None:
         self._client = client
 
     def _call(self, *args: object) -> int:
@@ -460,7 +477,7 @@ class ServerClock:
 
 
 @pytest.fixture
-def trafikey_clock(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[ServerClock]:
+def trafikey_clock(trafikey: redis.Redis, trafikey_server: TrafikeyServer) -> Iterator[ServerClock]:
     """The server's clock, frozen at the test's start; released afterwards."""
     if not trafikey_server.clock_enabled:
         pytest.fail("trafikey_clock needs the clock command: set trafikey_clock = true (or --trafikey-clock yes)",
@@ -473,13 +490,23 @@ def trafikey_clock(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[S
     client.close()
 
 
+class Match(TypedDict, total=False):
+    """Which requests a fault rule fires on (TRAFIKEY.FAULT ADD's options)."""
+
+    command: str
+    key: str
+    clientname: str
+    times: int
+    probability: float
+
+
 class ServerFaults:
     """The server's fault rules (TRAFIKEY.FAULT). Each method adds one rule
     and returns its id; ``command``, ``key`` (a glob), ``clientname``,
     ``times`` and ``probability`` choose the requests it fires on, as
     TRAFIKEY.FAULT ADD's options do."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: CommandClient) -> None:
         self._client = client
 
     def add(self, kind: str, arg: object = None, *, command: str | None = None, key: str | None = None,
@@ -491,30 +518,30 @@ class ServerFaults:
                 args += [option, value]
         return int(self._client.execute_command("TRAFIKEY.FAULT", *args))
 
-    def error(self, text: str, **match: Any) -> int:
+    def error(self, text: str, **match: Unpack[Match]) -> int:
         """Answer ``-text`` instead of running the command (LOADING, BUSY,
         OOM, READONLY, ... alone stand for the server's own text)."""
         return self.add("ERROR", text, **match)
 
-    def moved(self, address: str, **match: Any) -> int:
+    def moved(self, address: str, **match: Unpack[Match]) -> int:
         return self.add("MOVED", address, **match)
 
-    def ask(self, address: str, **match: Any) -> int:
+    def ask(self, address: str, **match: Unpack[Match]) -> int:
         return self.add("ASK", address, **match)
 
-    def drop(self, **match: Any) -> int:
+    def drop(self, **match: Unpack[Match]) -> int:
         """Close the connection; the command does not run."""
         return self.add("DROP", **match)
 
-    def drop_after(self, **match: Any) -> int:
+    def drop_after(self, **match: Unpack[Match]) -> int:
         """Run the command, then close the connection: a lost reply."""
         return self.add("DROP-AFTER", **match)
 
-    def cut(self, nbytes: int, **match: Any) -> int:
+    def cut(self, nbytes: int, **match: Unpack[Match]) -> int:
         """Run the command, send ``nbytes`` of its reply, then close."""
         return self.add("CUT", nbytes, **match)
 
-    def delay(self, ms: int, **match: Any) -> int:
+    def delay(self, ms: int, **match: Unpack[Match]) -> int:
         """Run the command, hold its reply ``ms`` milliseconds of the
         server's clock (a frozen clock holds it until moved)."""
         return self.add("DELAY", ms, **match)
@@ -537,7 +564,7 @@ class ServerFaults:
 
 
 @pytest.fixture
-def trafikey_faults(trafikey: Any, trafikey_server: TrafikeyServer) -> Iterator[ServerFaults]:
+def trafikey_faults(trafikey: redis.Redis, trafikey_server: TrafikeyServer) -> Iterator[ServerFaults]:
     """Fault rules for the test; every rule is deleted afterwards."""
     client = trafikey_server.client()
     faults = ServerFaults(client)
@@ -551,7 +578,7 @@ class ServerSnapshots:
     """The server's named snapshots (TRAFIKEY.SNAPSHOT): save the keyspace
     once, put it back before each test in time proportional to the data."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: CommandClient) -> None:
         self._client = client
 
     def save(self, name: str) -> None:

@@ -13,18 +13,20 @@ import os
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .commands.client import info_line
 from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
+from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.rdb import RdbError
 from .execution.persist.snapshot import Snapshots
 from .execution.persist.startup import load_at_startup, stop_logging
 from .execution.scripting.busy import Busy
-from .execution.scripting.engine import Engine
+from .execution.scripting.engine import Engine, Run
 from .execution.scripting.library import Libraries
 from .keyspace.db import Db
 from .network.listener import Listener
@@ -33,6 +35,7 @@ from .protocol.table import Table, default_table
 from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
+from .services.client import Client
 from .services.config import Config
 from .services.faults import Faults
 from .services.memory import Memory
@@ -50,7 +53,7 @@ from .values.set import SetValue
 
 if TYPE_CHECKING:
     from .network.connection import Connection
-    from .services.client import Client
+    from .services.host import Peer
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
 BRAND_KEY = b"{emq}:version"
@@ -71,7 +74,12 @@ class Server:
         self.run_id = rand.token_hex(20, "run_id")
         self.run_id_b = self.run_id.encode()
         self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
-        self.hash_limits = self.zset_limits = (0, 0)
+        # Each value type's listpack limits (entries, value), read from the
+        # config by refresh_limits (values/registry.py names the attributes).
+        self.hash_limits: tuple[int, int] = (0, 0)
+        self.zset_limits: tuple[int, int] = (0, 0)
+        self.set_limits: tuple[int, int] = (0, 0)
+        self.list_limits: tuple[int, int] = (0, 0)
         self.refresh_limits()
         self.pid = os.getpid()
         self.version = __version__
@@ -82,7 +90,7 @@ class Server:
         self.clients: dict[int, Client] = {}
         self.connections: dict[int, Connection] = {}
         # Users and permissions; requirepass is the default user's password.
-        self.acl = Acl(self)
+        self.acl: Acl = Acl(self)
         self.acl.log.client_line = info_line
         self._next_id = 0
         self.started_at = time.time()
@@ -105,7 +113,7 @@ class Server:
         self.scripting = Engine(self, Libraries)
         self.busy = Busy(self)
         # The script running past busy-reply-threshold, while others are told BUSY.
-        self.busy_run: Any = None
+        self.busy_run: Run | None = None
         # When the cross-protocol warning was last logged (dispatch.cross_protocol):
         # at most once a minute, whichever client it was.
         self.security_warned = 0.0
@@ -117,7 +125,7 @@ class Server:
         self.named_snapshots = NamedSnapshots(self)
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
         # feeds it each write's effects. None costs a write one check.
-        self.aof: Any = None
+        self.aof: Aof | None = None
         self.loading = False
         # -- limits (limits.py) --
         self.memory = Memory(self)  # used memory and evictions (memory.py)
@@ -128,15 +136,17 @@ class Server:
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False
-        self.obuf_watch: set[Connection] = set()
+        self.obuf_watch: set[Peer] = set()
         # Connections with pushed frames to write at the end of this turn.
         self.push_queue: list[Connection] = []
         self.rejected_connections = 0
         self.qbuf_disconnections = 0
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
-        self.huge_bulk: Any = None
-        self.max_bulk = 0  # proto-max-bulk-len, where the compiled reader reads it per read
+        # proto-max-bulk-len: the pattern a read is searched with, and the
+        # length itself, where the compiled reader reads it per read.
+        self.huge_bulk: limits.BulkSearch = limits.huge_bulk_pattern(0)
+        self.max_bulk = 0
         limits.apply_proto_max_bulk_len(self, config.values["proto-max-bulk-len"])
         limits.apply_obuf(self, config.values["client-output-buffer-limit"])
         limits.apply_maxmemory(self, config.values["maxmemory"])
@@ -212,6 +222,11 @@ class Server:
     def next_client_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+    def internal_client(self) -> Client:
+        """A client with no connection (id 0): the one scripts run their
+        commands as, and the one the append-only log is replayed with."""
+        return Client(self, 0)
 
     def client_connected(self, conn: Connection, c: Client) -> None:
         self.clients[c.id] = c
@@ -458,13 +473,7 @@ class Server:
 def run(config: Config) -> int:
     server = Server(config)
     try:
-        import uvloop
-
-        runner: Any = uvloop.run
-    except ImportError:  # pragma: no cover - platforms without uvloop
-        runner = asyncio.run
-    try:
-        runner(server.serve_forever())
+        _run_loop(server.serve_forever())
     except RdbError as e:
         server.log.warning(f"Fatal error loading the DB from {server.snapshots.path()}: {e}. "
                            "Exiting; the file was left as it is.")
@@ -482,3 +491,13 @@ def run(config: Config) -> int:
         pass
     sys.stdout.flush()
     return 0
+
+
+def _run_loop(main: Coroutine[object, object, None]) -> None:
+    """uvloop's event loop where it is installed, else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - platforms without uvloop
+        asyncio.run(main)
+        return
+    uvloop.run(main)

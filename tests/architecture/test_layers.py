@@ -71,29 +71,38 @@ def _type_checking(node: ast.If) -> bool:
         isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
+def _package_of(name: str, path: Path) -> list[str]:
+    if name == "":
+        return []
+    return name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+
+def _targets(node: ast.Import | ast.ImportFrom, package: list[str], known: set[str]) -> Iterator[str]:
+    """The modules of the package an import statement names."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name == "trafikey_server" or alias.name.startswith("trafikey_server."):
+                yield alias.name.removeprefix("trafikey_server").lstrip(".")
+        return
+    if node.level:
+        base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+        mod = ".".join(base + ([node.module] if node.module else []))
+    elif node.module and (node.module == "trafikey_server" or node.module.startswith("trafikey_server.")):
+        mod = node.module.removeprefix("trafikey_server").lstrip(".")
+    else:
+        return
+    for alias in node.names:
+        sub = f"{mod}.{alias.name}" if mod else alias.name
+        yield sub if sub in known else mod
+
+
 def run_time_imports(name: str, path: Path, known: set[str]) -> Iterator[tuple[str, int]]:
     """(module imported, line) for every import of the package that runs,
     wherever it stands, except under ``if TYPE_CHECKING:``."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    if name == "":
-        package = []
+    package = _package_of(name, path)
 
     def target(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "trafikey_server" or alias.name.startswith("trafikey_server."):
-                    yield alias.name.removeprefix("trafikey_server").lstrip(".")
-            return
-        if node.level:
-            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-            mod = ".".join(base + ([node.module] if node.module else []))
-        elif node.module and (node.module == "trafikey_server" or node.module.startswith("trafikey_server.")):
-            mod = node.module.removeprefix("trafikey_server").lstrip(".")
-        else:
-            return
-        for alias in node.names:
-            sub = f"{mod}.{alias.name}" if mod else alias.name
-            yield sub if sub in known else mod
+        return _targets(node, package, known)
 
     def walk(node: ast.AST) -> Iterator[tuple[str, int]]:
         for child in ast.iter_child_nodes(node):
@@ -111,6 +120,19 @@ def run_time_imports(name: str, path: Path, known: set[str]) -> Iterator[tuple[s
             yield from walk(node)
 
     yield from walk(ast.parse(path.read_text(), str(path)))
+
+
+def hint_imports(name: str, path: Path, known: set[str]) -> Iterator[tuple[str, int]]:
+    """(module imported, line) for the imports under ``if TYPE_CHECKING:``,
+    made for type hints only."""
+    package = _package_of(name, path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.If) and _type_checking(node):
+            for stmt in node.body:
+                for inner in ast.walk(stmt):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        for mod in _targets(inner, package, known):
+                            yield mod, inner.lineno
 
 
 def graph() -> dict[str, dict[str, int]]:
@@ -185,6 +207,39 @@ def test_only_entry_points_import_server() -> None:
     g = graph()
     bad = [_at(g, a, "server") for a, edges in g.items() if "server" in edges and a not in ENTRY_POINTS]
     assert not bad, ("server imported at run time (use a TYPE_CHECKING import for hints):\n  "
+                     + "\n  ".join(bad))
+
+
+# Below the command handlers a type hint may name a higher layer only as
+# listed here (module pattern, pattern of what it names): a value type's
+# callbacks take the database, the database names its watchers and its
+# notifier, and a client carries the whole server up to the handlers. Any
+# other module there types what it uses of a higher layer with a Protocol
+# of its own (services/host.py, execution/persist/host.py, ...), which mypy
+# checks where the real object is handed over.
+HINTS_UPWARD: tuple[tuple[str, str], ...] = (
+    ("values.*", "keyspace.*"),
+    ("keyspace.*", "services.*"),
+    ("services.client", "server"),
+)
+
+
+def test_below_the_commands_hints_go_down_the_layers() -> None:
+    mods = modules()
+    known = set(mods)
+    bad = []
+    for name, path in mods.items():
+        la = layer_of(name)
+        if la is None or la >= COMMANDS:
+            continue
+        for mod, line in hint_imports(name, path, known):
+            lb = layer_of(mod)
+            if lb is None or lb <= la or LAYERS[lb][0] == "entry points":
+                continue
+            if any(fnmatch.fnmatchcase(name, a) and fnmatch.fnmatchcase(mod, b) for a, b in HINTS_UPWARD):
+                continue
+            bad.append(f"{_show(name)} -> {_show(mod)} ({mods[name].relative_to(PACKAGE.parent)}:{line})")
+    assert not bad, ("a type hint below the commands names a higher layer (type what is used with a Protocol):\n  "
                      + "\n  ".join(bad))
 
 

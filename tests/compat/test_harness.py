@@ -24,6 +24,9 @@ from compat.__main__ import known_failures, parse_known
 from compat.libraries import LIBRARIES, Library
 from compat.runner import SHIMS, Outcomes, fetch_sdist, lay_overlay, parse_junit, unpack_sdist
 
+# The library harness's own tests: -m compat runs them, -m "not compat" leaves them out.
+pytestmark = pytest.mark.compat
+
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
 <testcase classname="tests.test_a.TestA" name="test_ok" time="0.1"/>

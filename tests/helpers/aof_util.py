@@ -177,7 +177,7 @@ class Logged:
 def logged_runs(run: Callable[[int], Any]) -> tuple[Logged, Logged]:
     """``run(port)`` on a Valkey and on a trafikey-server (no brand), each
     logging to a directory of its own under appendfsync always: (valkey,
-    trafikey). The directories stay for ``replays``."""
+    trafikey). The directories stay for ``assert_replays``."""
     dv = tempfile.mkdtemp(prefix="aof-v-")
     dt = tempfile.mkdtemp(prefix="aof-t-")
     v = valkey_on(dv, "--appendonly", "yes", "--appendfsync", "always")
@@ -198,7 +198,7 @@ def logged_beside_valkey(workload: list[tuple[Any, ...]],
     return logged_runs(lambda port: run(port, workload))
 
 
-def replays(d: str, expected: dict[tuple[int, bytes], Any]) -> None:
+def assert_replays(d: str, expected: dict[tuple[int, bytes], Any]) -> None:
     """The log in d, copied, restores ``expected`` when trafikey-server
     starts on it and when Valkey does."""
     for start in (lambda x: aof_server(x, "--emq-brand", "none", "--save", ""),

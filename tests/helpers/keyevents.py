@@ -95,7 +95,7 @@ def run(port: int, steps: list[tuple], proto: int) -> list[tuple[tuple, bytes, l
     return out
 
 
-def compare(valkey: list, trafikey: list) -> None:
+def assert_same_events(valkey: list, trafikey: list) -> None:
     assert len(valkey) == len(trafikey)
     for (step, vr, ve), (_, tr, te) in zip(valkey, trafikey, strict=True):
         assert tr == vr, f"{step!r}\n valkey:   {vr!r}\n trafikey: {tr!r}"
@@ -119,7 +119,7 @@ def keyspace(port: int, dbs: tuple[int, ...] = (0, 1)) -> dict[int, Any]:
 def streams_with_flags(ports: tuple[int, ...], flags: str, steps: list[tuple], proto: int) -> list[list]:
     """Each server flushed, ``notify-keyspace-events`` set to ``flags``, then
     ``steps`` run with a subscriber listening: one event stream per port,
-    ready for ``compare``."""
+    ready for ``assert_same_events``."""
     out = []
     for port in ports:
         w = Wire(port)

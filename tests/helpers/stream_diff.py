@@ -206,7 +206,7 @@ def first_difference(command: tuple, a: bytes, b: bytes) -> str:
     return walk(x, y, "") or "no difference"
 
 
-def check(pair: Any, *command: object) -> bytes:
+def assert_alike(pair: Any, *command: object) -> bytes:
     """Send to both servers of a pair: identical replies, or for a reply
     carrying the clock, identical but for its times (within tolerance)."""
     v, t = pair.both(*command)
@@ -220,7 +220,7 @@ def script(pair: Any, text: str) -> None:
     for line in text.strip().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
-            check(pair, *words(line))
+            assert_alike(pair, *words(line))
 
 
 def _bulks(reply: bytes) -> list[bytes]:
@@ -277,10 +277,10 @@ def assert_same_state(valkey_port: int, trafikey_port: int, db: int = 0) -> None
     assert_states_equal(state(valkey_port, db), state(trafikey_port, db))
 
 
-def refused(pair: Any, *command: object) -> bytes:
+def assert_refused(pair: Any, *command: object) -> bytes:
     """An error on both servers, identical, and nothing written on either."""
     before_v, before_t = state(pair.v.port), state(pair.t.port)
-    reply = check(pair, *command)
+    reply = assert_alike(pair, *command)
     assert reply.startswith(b"-"), (command, reply)
     assert_states_equal(before_v, state(pair.v.port), f"valkey changed by {command!r}")
     assert_states_equal(before_t, state(pair.t.port), f"trafikey changed by {command!r}")
@@ -291,7 +291,7 @@ def attempt(pair: Any, *command: object) -> bytes:
     """Identical replies; an error writes nothing; either way the
     keyspaces agree afterwards."""
     before_v, before_t = state(pair.v.port), state(pair.t.port)
-    reply = check(pair, *command)
+    reply = assert_alike(pair, *command)
     if reply.startswith(b"-"):
         assert_states_equal(before_v, state(pair.v.port), f"valkey changed by {command!r}")
         assert_states_equal(before_t, state(pair.t.port), f"trafikey changed by {command!r}")

@@ -1,4 +1,4 @@
-"""One server reachable three ways (TCP, a unix socket, TLS), and raw
+"""The real transports: one server reachable three ways (TCP, a unix socket, TLS), and raw
 connections and redis-py clients over each, for tests that run the same
 conversation over every transport."""
 

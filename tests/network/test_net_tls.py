@@ -336,6 +336,7 @@ def _startup(*args: str) -> tuple[int, list[str]]:
     return out.returncode, lines
 
 
+@pytest.mark.slow
 def test_startup_refusals(certs: Certs, tmp_path: Path) -> None:
     port = str(free_port())
     configure = "Failed to configure TLS. Check logs for more info."
@@ -389,6 +390,7 @@ def test_redis_cli_tls(net: Endpoints, certs: Certs) -> None:
     assert "PONG" not in out.stdout
 
 
+@pytest.mark.slow
 def test_redis_py_refuses_an_untrusted_server(net: Endpoints, certs: Certs) -> None:
     r = redis.Redis(host="127.0.0.1", port=net.tls_port, ssl=True, ssl_ca_certs=certs.crt("rogue-ca"),
                     ssl_certfile=certs.crt("client"), ssl_keyfile=certs.key("client"))

@@ -50,7 +50,7 @@ def both(net: Endpoints, oracle: Endpoints, transport: str) -> Iterator[Both]:
     b.close()
 
 
-def same(t: Wire, v: Wire, *cmd: object) -> bytes:
+def assert_same(t: Wire, v: Wire, *cmd: object) -> bytes:
     want = v.call(*cmd)  # type: ignore[arg-type]
     got = t.call(*cmd)  # type: ignore[arg-type]
     assert got == want, cmd
@@ -59,9 +59,9 @@ def same(t: Wire, v: Wire, *cmd: object) -> bytes:
 
 def test_ping_echo(both: Both) -> None:
     t, v = both.open()
-    assert same(t, v, "PING") == b"+PONG\r\n"
-    same(t, v, "PING", "hello")
-    same(t, v, "ECHO", b"bin\r\n\x00\xff")
+    assert assert_same(t, v, "PING") == b"+PONG\r\n"
+    assert_same(t, v, "PING", "hello")
+    assert_same(t, v, "ECHO", b"bin\r\n\x00\xff")
     for w in (t, v):
         w.send_raw(b"PING\r\necho inline\r\n")
     assert [t.read_reply(), t.read_reply()] == [v.read_reply(), v.read_reply()]
@@ -76,30 +76,30 @@ def test_hello3_and_resp3_replies(both: Both) -> None:
     ht, hv = t.call("HELLO", "3"), v.call("HELLO", "3")
     assert ht.startswith(b"%7\r\n")
     assert _mask_id(ht) == _mask_id(hv)
-    same(t, v, "HSET", "h", "a", "1", "b", "2")
-    assert same(t, v, "HGETALL", "h").startswith(b"%2\r\n")
-    same(t, v, "ZADD", "z", "1.5", "m")
-    assert same(t, v, "ZSCORE", "z", "m") == b",1.5\r\n"
-    same(t, v, "SADD", "s", "x")
-    assert same(t, v, "SMEMBERS", "s") == b"~1\r\n$1\r\nx\r\n"
-    same(t, v, "GET", "missing")
+    assert_same(t, v, "HSET", "h", "a", "1", "b", "2")
+    assert assert_same(t, v, "HGETALL", "h").startswith(b"%2\r\n")
+    assert_same(t, v, "ZADD", "z", "1.5", "m")
+    assert assert_same(t, v, "ZSCORE", "z", "m") == b",1.5\r\n"
+    assert_same(t, v, "SADD", "s", "x")
+    assert assert_same(t, v, "SMEMBERS", "s") == b"~1\r\n$1\r\nx\r\n"
+    assert_same(t, v, "GET", "missing")
 
 
 def test_auth_with_requirepass(both: Both) -> None:
     admin_t, admin_v = both.open()
     try:
-        same(admin_t, admin_v, "CONFIG", "SET", "requirepass", "s3cret")
+        assert_same(admin_t, admin_v, "CONFIG", "SET", "requirepass", "s3cret")
         t, v = both.open()
-        assert same(t, v, "PING").startswith(b"-NOAUTH")
-        assert same(t, v, "AUTH", "wrong").startswith(b"-WRONGPASS")
-        same(t, v, "AUTH", "s3cret")
-        same(t, v, "PING")
+        assert assert_same(t, v, "PING").startswith(b"-NOAUTH")
+        assert assert_same(t, v, "AUTH", "wrong").startswith(b"-WRONGPASS")
+        assert_same(t, v, "AUTH", "s3cret")
+        assert_same(t, v, "PING")
         t2, v2 = both.open()
-        same(t2, v2, "HELLO", "3", "AUTH", "default", "nope")
+        assert_same(t2, v2, "HELLO", "3", "AUTH", "default", "nope")
         assert _mask_id(t2.call("HELLO", "3", "AUTH", "default", "s3cret")) == _mask_id(
             v2.call("HELLO", "3", "AUTH", "default", "s3cret"))
     finally:
-        same(admin_t, admin_v, "CONFIG", "SET", "requirepass", "")
+        assert_same(admin_t, admin_v, "CONFIG", "SET", "requirepass", "")
 
 
 def test_pipeline_of_1000_and_a_1mb_value(both: Both) -> None:
@@ -110,10 +110,10 @@ def test_pipeline_of_1000_and_a_1mb_value(both: Both) -> None:
                     else ("GET", f"k{i - 2}"))
     assert t.pipeline(cmds) == v.pipeline(cmds)
     big = bytes(range(256)) * 4096  # 1 MiB: many TLS records each way
-    same(t, v, "SET", "big", big)
-    got = same(t, v, "GET", "big")
+    assert_same(t, v, "SET", "big", big)
+    got = assert_same(t, v, "GET", "big")
     assert got == b"$%d\r\n%s\r\n" % (len(big), big)
-    same(t, v, "STRLEN", "big")
+    assert_same(t, v, "STRLEN", "big")
     # Requests and the big reply interleaved in one write.
     raw = encode("GET", "big") * 3 + encode("PING")
     for w in (t, v):
@@ -128,13 +128,13 @@ def test_pubsub_push_frames(both: Both, proto: int) -> None:
     if proto == 3:
         sub_t.call("HELLO", "3")
         sub_v.call("HELLO", "3")
-    same(sub_t, sub_v, "SUBSCRIBE", "ch", "other")
+    assert_same(sub_t, sub_v, "SUBSCRIBE", "ch", "other")
     assert sub_t.read_reply() == sub_v.read_reply()  # the second confirmation
-    same(sub_t, sub_v, "PSUBSCRIBE", "c*")
-    assert same(pub_t, pub_v, "PUBLISH", "ch", "hello") == b":2\r\n"
+    assert_same(sub_t, sub_v, "PSUBSCRIBE", "c*")
+    assert assert_same(pub_t, pub_v, "PUBLISH", "ch", "hello") == b":2\r\n"
     for _ in range(2):  # message, then pmessage
         assert sub_t.read_reply() == sub_v.read_reply()
-    same(sub_t, sub_v, "PING")
+    assert_same(sub_t, sub_v, "PING")
 
 
 def test_blpop_woken_by_another_client(both: Both) -> None:
@@ -144,24 +144,24 @@ def test_blpop_woken_by_another_client(both: Both) -> None:
         w.send_raw(encode("BLPOP", "q", "5"))
     wait_blocked(pusher_t)
     wait_blocked(pusher_v)
-    same(pusher_t, pusher_v, "RPUSH", "q", "a", "b")
+    assert_same(pusher_t, pusher_v, "RPUSH", "q", "a", "b")
     assert waiter_t.read_reply() == waiter_v.read_reply() == b"*2\r\n$1\r\nq\r\n$1\r\na\r\n"
-    same(pusher_t, pusher_v, "LRANGE", "q", "0", "-1")
+    assert_same(pusher_t, pusher_v, "LRANGE", "q", "0", "-1")
 
 
 def test_multi_exec(both: Both) -> None:
     t, v = both.open()
-    same(t, v, "MULTI")
-    same(t, v, "SET", "a", "1")
-    same(t, v, "INCR", "a")
-    same(t, v, "LPUSH", "a", "x")
-    assert same(t, v, "EXEC").startswith(b"*3\r\n+OK\r\n:2\r\n-WRONGTYPE")
-    same(t, v, "WATCH", "w")
+    assert_same(t, v, "MULTI")
+    assert_same(t, v, "SET", "a", "1")
+    assert_same(t, v, "INCR", "a")
+    assert_same(t, v, "LPUSH", "a", "x")
+    assert assert_same(t, v, "EXEC").startswith(b"*3\r\n+OK\r\n:2\r\n-WRONGTYPE")
+    assert_same(t, v, "WATCH", "w")
     other_t, other_v = both.open()
-    same(other_t, other_v, "SET", "w", "1")
-    same(t, v, "MULTI")
-    same(t, v, "GET", "w")
-    assert same(t, v, "EXEC") == b"*-1\r\n"
+    assert_same(other_t, other_v, "SET", "w", "1")
+    assert_same(t, v, "MULTI")
+    assert_same(t, v, "GET", "w")
+    assert assert_same(t, v, "EXEC") == b"*-1\r\n"
 
 
 def _fields(line: bytes) -> dict[str, str]:
@@ -208,7 +208,7 @@ def test_client_kill(both: Both) -> None:
     ids = [int(w.call("CLIENT", "ID")[1:-2]) for w in (victim_t, victim_v)]
     assert killer_t.call("CLIENT", "KILL", "ID", ids[0]) == killer_v.call("CLIENT", "KILL", "ID", ids[1]) == b":1\r\n"
     assert victim_t.read_until_closed() == victim_v.read_until_closed() == b""
-    same(killer_t, killer_v, "PING")
+    assert_same(killer_t, killer_v, "PING")
 
 
 def test_quit(both: Both) -> None:
@@ -224,8 +224,8 @@ def test_client_closing_mid_request(both: Both) -> None:
         w.send_raw(b"*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$10\r\nabc")
         w.close()
     t, v = both.open()
-    assert same(t, v, "EXISTS", "half") == b":0\r\n"
-    same(t, v, "PING")
+    assert assert_same(t, v, "EXISTS", "half") == b":0\r\n"
+    assert_same(t, v, "PING")
 
 
 def test_protocol_error_closes_the_connection(both: Both) -> None:
@@ -235,7 +235,7 @@ def test_protocol_error_closes_the_connection(both: Both) -> None:
     got, want = t.read_until_closed(), v.read_until_closed()
     assert got == want == b"+OK\r\n-ERR Protocol error: invalid bulk length\r\n"
     t, v = both.open()
-    assert same(t, v, "EXISTS", "before", "after") == b":1\r\n"
+    assert assert_same(t, v, "EXISTS", "before", "after") == b":1\r\n"
 
 
 def test_redis_py_sync(net: Endpoints, transport: str) -> None:

@@ -23,6 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
     out = tmp_path / "out"

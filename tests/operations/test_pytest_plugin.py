@@ -187,6 +187,7 @@ def block_redis(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, packa
 MISSING = "raise ModuleNotFoundError(\"No module named 'redis'\", name='redis')\n"
 
 
+@pytest.mark.slow
 def test_missing_redis_is_a_usage_error_and_starts_nothing(project: pytest.Pytester,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's example where redis-py is not installed: the run stops
@@ -214,6 +215,7 @@ def test_missing_redis_is_a_usage_error_and_starts_nothing(project: pytest.Pytes
     result.stdout.fnmatch_lines(["*the trafikey-server fixtures need redis-py*"])
 
 
+@pytest.mark.slow
 def test_a_server_that_fails_after_its_start_is_stopped(project: pytest.Pytester,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """redis-py importable but failing once the server runs (here: its
@@ -320,6 +322,7 @@ STRICT = ASYNC_SAMPLE.format(
 AUTO = ASYNC_SAMPLE.format(marker="", marked="", fixture="@pytest.fixture")
 
 
+@pytest.mark.slow
 def test_pytest_asyncio_strict_mode(project: pytest.Pytester) -> None:
     """Strict mode: marked tests, a fixture on the module's loop feeding
     tests on their own loops, and the README's pytest-asyncio example."""
@@ -329,6 +332,7 @@ def test_pytest_asyncio_strict_mode(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=7)
 
 
+@pytest.mark.slow
 def test_pytest_asyncio_auto_mode(project: pytest.Pytester) -> None:
     """Auto mode: unmarked async tests and a plain async fixture."""
     project.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
@@ -369,6 +373,7 @@ async def test_trio_is_refused(trafikey_async):
 '''
 
 
+@pytest.mark.slow
 def test_anyio(project: pytest.Pytester) -> None:
     """anyio's plugin alone (pytest-asyncio not loaded): the asyncio
     backend works; trio is refused with the reason, not a traceback
@@ -411,6 +416,7 @@ async def test_async(trafikey_async, trafikey, trafikey_server, n):
 '''
 
 
+@pytest.mark.slow
 def test_xdist_gives_each_worker_its_own_server(project: pytest.Pytester) -> None:
     """-n 2: two servers, one per worker, on two ports, each stopped with
     its worker; the README's asyncio example runs there too."""
@@ -433,6 +439,7 @@ def test_xdist_gives_each_worker_its_own_server(project: pytest.Pytester) -> Non
     assert len({port for port, _ in servers.values()}) == 2
 
 
+@pytest.mark.slow
 def test_settings_from_the_ini_file(project: pytest.Pytester) -> None:
     project.makeini("""
         [pytest]
@@ -458,6 +465,7 @@ def test_settings_from_the_ini_file(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*trafikey_clock needs the clock command*"])
 
 
+@pytest.mark.slow
 def test_command_line_wins_over_the_ini_file(project: pytest.Pytester) -> None:
     project.makeini("""
         [pytest]
@@ -472,6 +480,7 @@ def test_command_line_wins_over_the_ini_file(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_bad_persistence_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makepyfile(test_x="def test_x(trafikey):\n    pass\n")
     project.makeini("[pytest]\ntrafikey_persistence = sometimes\n")
@@ -480,6 +489,7 @@ def test_bad_persistence_is_a_usage_error(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*trafikey_persistence must be one of none, rdb, aof*"])
 
 
+@pytest.mark.slow
 def test_readme_example(project: pytest.Pytester) -> None:
     """The README's example, as printed there, passes."""
     readme = (ROOT / "README.md").read_text()

@@ -42,6 +42,8 @@ def test_memory_verdict_refuses_growth_and_accepts_a_plateau() -> None:
     assert not memory_verdict(growing[:2], 4.0)[1]  # too few samples is no verdict
 
 
+@pytest.mark.soak
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_soak_short_variant(tmp_path: Path) -> None:
     out = tmp_path / "soak.json"

@@ -21,8 +21,8 @@ from typing import Any
 
 import hiredis
 import pytest
+from helpers.fake_transport import FakeTransport
 from helpers.resp_wire import encode
-from helpers.transport import Transport
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +72,7 @@ def stats(server: Server) -> dict[bytes, tuple[int, int, int]]:
 def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool, dict[Any, Any]]:
     before = stats(server)
     conn = kind(server)
-    t = Transport()
+    t = FakeTransport()
     conn.connection_made(t)
     for data in reads:
         if t.closed:
@@ -132,7 +132,7 @@ def reads(draw: st.DrawFn) -> list[bytes]:
     return draw(cut(draw(pipelines())))
 
 
-def compare(reads: list[bytes]) -> None:
+def assert_paths_agree(reads: list[bytes]) -> None:
     kernel, pure = servers()
     for s in (kernel, pure):
         for db in s.dbs:
@@ -147,7 +147,7 @@ def compare(reads: list[bytes]) -> None:
 @example(reads=[encode("SET", "k1", "v") + b"*2\r\n$4\r\nECHO\r\n$1048", b"577\r\n" + encode("GET", "k1")])
 @example(reads=[b"*1\r", b"\n$4\r", b"\nPING\r", b"X"])
 def test_the_compiled_reader_answers_as_the_pure_path(reads: list[bytes]) -> None:
-    compare(reads)
+    assert_paths_agree(reads)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,8 +18,8 @@ import tempfile
 
 import hiredis
 import pytest
+from helpers.fake_transport import FakeTransport
 from helpers.resp_wire import encode
-from helpers.transport import Transport
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +79,7 @@ def servers() -> list[Server]:
 
 def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool]:
     conn = kind(server)
-    t = Transport()
+    t = FakeTransport()
     conn.connection_made(t)
     for data in reads:
         if t.closed:
@@ -125,6 +125,7 @@ def inputs(draw: st.DrawFn) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(edges)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", FAST)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reads=inputs())

@@ -114,7 +114,7 @@ def reset(port: int) -> None:
         w.close()
 
 
-def compare(servers: tuple[Proc, Proc], template: bytes, cuts: list[list[int]]) -> None:
+def assert_cuts_agree(servers: tuple[Proc, Proc], template: bytes, cuts: list[list[int]]) -> None:
     v, t = servers
     for p in servers:
         reset(p.port)
@@ -215,25 +215,27 @@ GUARD = [b"POST / HTTP/1.1\r\n", b"Host: localhost\r\n", encode("POST", "x"), en
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(template=pipelines(malformed=False))
 def test_valid_pipelines_at_every_cut(servers: tuple[Proc, Proc], template: bytes) -> None:
-    compare(servers, template, every_cut(template))
+    assert_cuts_agree(servers, template, every_cut(template))
 
 
 @SETTINGS
 @given(template=pipelines(malformed=True))
 def test_malformed_pipelines_at_every_cut(servers: tuple[Proc, Proc], template: bytes) -> None:
-    compare(servers, template, every_cut(template))
+    assert_cuts_agree(servers, template, every_cut(template))
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(template=pipelines(malformed=True), data=st.data())
 def test_malformed_pipelines_in_many_reads(servers: tuple[Proc, Proc], template: bytes, data: st.DataObject) -> None:
     """Several cuts per connection, down to one byte per read."""
     points = st.lists(st.integers(1, max(1, len(template) - 1)), min_size=2, max_size=6, unique=True).map(sorted)
     cuts = [data.draw(points) for _ in range(8)] + [list(range(1, len(template)))]
-    compare(servers, template, cuts)
+    assert_cuts_agree(servers, template, cuts)
 
 
 # -- the issue's examples, each at every cut ------------------------------------
@@ -250,7 +252,7 @@ EXAMPLES = [
 
 @pytest.mark.parametrize("template", EXAMPLES, ids=[f"example{i}" for i in range(len(EXAMPLES))])
 def test_examples_at_every_cut(servers: tuple[Proc, Proc], template: bytes) -> None:
-    compare(servers, template, every_cut(template))
+    assert_cuts_agree(servers, template, every_cut(template))
 
 
 def test_a_long_pipeline_cut_inside_requests(servers: tuple[Proc, Proc]) -> None:
@@ -260,7 +262,7 @@ def test_a_long_pipeline_cut_inside_requests(servers: tuple[Proc, Proc]) -> None
     bad = b"*3\r\n$3\r\nSET\r\n$4\r\n" + KEY + b"\r\n$1\r\nvX\r\n"
     template = good + bad + good
     cuts = [[n, n + 3000, n + 5000] for n in range(1, 1200, 97)]
-    compare(servers, template, cuts)
+    assert_cuts_agree(servers, template, cuts)
 
 
 def _huge_cases() -> list[bytes]:
@@ -281,7 +283,7 @@ def test_requests_past_four_mib_in_flight(servers: tuple[Proc, Proc], case: int)
     """A request large enough that the reads kept for a replay would pass
     4 MiB: framed as strictly as a small one, in reads of 512 KiB."""
     template = _huge_cases()[case]
-    compare(servers, template, [list(range(1 << 19, len(template), 1 << 19))])
+    assert_cuts_agree(servers, template, [list(range(1 << 19, len(template), 1 << 19))])
 
 
 WORD_PIECES = ["a", "b", '"', "'", "\\", "x4", "1", " ", "\t", "n", "\x0b"]

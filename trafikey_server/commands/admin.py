@@ -252,7 +252,7 @@ def _sparkline_range(samples: list[tuple[int, str]], low: int, high: int) -> lis
     then each sample's label written downwards."""
     relmax = (high - low) or 1
     steps = len(_FILL) * _GRAPH_ROWS
-    lines = []
+    lines: list[str] = []
     row = 0
     while True:
         more = False

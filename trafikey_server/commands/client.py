@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..protocol.args import cstr, word
 from ..protocol.resp import OK, array, bulk, integer
@@ -372,6 +372,12 @@ def client_info(c: Client, argv: list[bytes]) -> bytes:
 # -- filters shared by LIST and KILL ------------------------------------------------
 
 Pred = Callable[["Client"], bool]
+_V = TypeVar("_V")
+
+
+def _bound(value: _V, test: Callable[[Client, _V], bool]) -> Pred:
+    """``test`` with ``value`` fixed now (the filter loop rebinds its names)."""
+    return lambda x: test(x, value)
 
 
 def _ip(addr: str) -> str:
@@ -466,35 +472,35 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
         pred: Pred
         if base == b"type":
             t = _client_type(val)
-            pred = lambda x, t=t: t == _type_of(x)  # noqa: E731
+            pred = _bound(t, lambda x, t: t == _type_of(x))
         elif base == b"user":
             u = _user(c, val)
-            pred = lambda x, u=u: x.user == u  # noqa: E731
+            pred = _bound(u, lambda x, u: x.user == u)
         elif base == b"addr":
             a = _text(cstr(val))
-            pred = lambda x, a=a: x.addr == a  # noqa: E731
+            pred = _bound(a, lambda x, a: x.addr == a)
         elif base == b"laddr":
             a = _text(cstr(val))
-            pred = lambda x, a=a: x.laddr == a  # noqa: E731
+            pred = _bound(a, lambda x, a: x.laddr == a)
         elif base == b"ip":
             a = _text(cstr(val))
-            pred = lambda x, a=a: _ip(x.addr) == a  # noqa: E731
+            pred = _bound(a, lambda x, a: _ip(x.addr) == a)
         elif base == b"name":
             v = cstr(val)
-            pred = lambda x, v=v: bool(x.name) and x.name == v  # noqa: E731
+            pred = _bound(v, lambda x, v: bool(x.name) and x.name == v)
         elif base == b"lib-name":
-            pred = lambda x, v=val: bool(x.lib_name) and x.lib_name == v  # noqa: E731
+            pred = _bound(val, lambda x, v: bool(x.lib_name) and x.lib_name == v)
         elif base == b"lib-ver":
-            pred = lambda x, v=val: bool(x.lib_ver) and x.lib_ver == v  # noqa: E731
+            pred = _bound(val, lambda x, v: bool(x.lib_ver) and x.lib_ver == v)
         elif base == b"flags":
             f = _chars(val, _FLAG_CHARS, b"flags", b"NOT-FLAGS" if neg else b"provided")
-            pred = lambda x, f=f: all(ch in _flags(x).encode() for ch in f)  # noqa: E731
+            pred = _bound(f, lambda x, f: all(ch in _flags(x).encode() for ch in f))
         elif base == b"capa":
             f = _chars(val, _CAPA_CHARS, b"capa", b"NOT-CAPA" if neg else b"provided")
-            pred = lambda x, f=f: not f  # noqa: E731 - no connection has claimed a capability
+            pred = _bound(f, lambda x, f: not f)  # no connection has claimed a capability
         elif base == b"db":
             d = _db_index(c, val, b"NOT-DB" if neg else b"DB")
-            pred = lambda x, d=d: x.db.id == d  # noqa: E731
+            pred = _bound(d, lambda x, d: x.db.id == d)
         elif not neg and base == b"skipme":
             low = cstr(val).lower()
             if low not in (b"yes", b"no"):
@@ -503,18 +509,18 @@ def _parse_filters(c: Client, argv: list[bytes], start: int, skipme: bool) -> tu
             continue
         elif not neg and base == b"maxage":
             age = _positive(val, b"maxage")
-            pred = lambda x, age=age: int(time.time()) - x.ctime >= age  # noqa: E731
+            pred = _bound(age, lambda x, age: int(time.time()) - x.ctime >= age)
         elif not neg and base == b"idle":
             idle = _positive(val, b"idle")
-            pred = lambda x, idle=idle: int(time.time()) - int(x.last_interaction) >= idle  # noqa: E731
+            pred = _bound(idle, lambda x, idle: int(time.time()) - int(x.last_interaction) >= idle)
         else:
             raise syntax()
         fields[opt] = _negate(neg, pred)
     preds = list(fields.values())
     if ids is not None:
-        preds.append(lambda x, ids=ids: x.id in ids)
+        preds.append(_bound(ids, lambda x, ids: x.id in ids))
     if not_ids is not None:
-        preds.append(lambda x, ids=not_ids: x.id not in ids)
+        preds.append(_bound(not_ids, lambda x, ids: x.id not in ids))
     return preds, skipme
 
 

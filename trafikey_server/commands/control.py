@@ -419,6 +419,7 @@ def config_set(c: Client, argv: list[bytes]) -> bytes:
         # apply already run (the failed one too) run again with them.
         cfg.values.update(old)
         for done in applied:
+            assert done.apply is not None
             try:
                 done.apply(c.server, old[done.name])
             except ConfigError as again:

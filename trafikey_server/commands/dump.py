@@ -35,6 +35,7 @@ from ..util.parsing import parse_int
 from ..values.registry import BY_CLASS, BY_RDB_TYPE
 
 if TYPE_CHECKING:
+    from ..execution.dispatch import Configured
     from ..keyspace.db import Db
     from ..services.client import Client
 
@@ -48,10 +49,10 @@ _BAD_DATA = b"ERR Bad data format"
 _BUSY = b"BUSYKEY Target key name already exists."
 
 
-def payload(server: object, value: object) -> bytes:
+def payload(server: Configured, value: object) -> bytes:
     """The DUMP payload of a stored value."""
     vt = BY_CLASS[type(value)]
-    with compressing(bool(server.config.values.get("rdbcompression", True))):  # type: ignore[attr-defined]
+    with compressing(bool(server.config.values.get("rdbcompression", True))):
         t, body = vt.rdb_save(value)
     out = bytes((t,)) + body + DUMP_VERSION.to_bytes(2, "little")
     return out + crc64(out).to_bytes(8, "little")

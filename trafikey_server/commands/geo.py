@@ -114,8 +114,8 @@ def _polygon(s: Shape, argv: list[bytes], at: int) -> int:
 def _source(c: Client, key: bytes) -> ZSet | None:
     """lookupKeyRead plus the type check: a miss is a keyspace event."""
     zs = c.db.get_zset(key)
-    if zs is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", key)
+    if zs is None:
+        c.db.notify(b"keymiss", key)
     return zs
 
 
@@ -272,11 +272,32 @@ def _member_position(s: Shape, zs: ZSet, member: bytes) -> None:
     s.x, s.y = decode(score)
 
 
-def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
-    zs = _source(c, argv[src])
-    shape = Shape()
-    store: bytes | None = None
-    storedist = False
+class _SearchArgs:
+    """A search's arguments, as parsed: the shape (centre, extent and unit),
+    the destination (None: the reply) and STOREDIST, the WITH* parts of
+    each reply entry, COUNT (0: none) with ANY, and the order (COUNT without
+    ANY or an order sorts ascending, as Valkey forces)."""
+
+    __slots__ = ("shape", "store", "storedist", "withdist", "withhash", "withcoord", "count", "any", "sort")
+
+    def __init__(self) -> None:
+        self.shape = Shape()
+        self.store: bytes | None = None
+        self.storedist = False
+        self.withdist = self.withhash = self.withcoord = False
+        self.count = 0
+        self.any = False
+        self.sort = _NONE
+
+
+def _search_args(argv: list[bytes], flags: int, zs: ZSet | None) -> _SearchArgs:
+    """georadiusGeneric's parsing, with its errors in its order: the centre
+    and radius GEORADIUS* carry in place, the options as they come, then
+    their conflicts. A member named as the centre is looked up as it is
+    read (an error if the set lacks it); with no set, its radius too goes
+    unread, as in Valkey."""
+    a = _SearchArgs()
+    shape = a.shape
     if flags & _COORDS:
         base = 6
         shape.x, shape.y = _lon_lat(argv[2], argv[3])
@@ -290,12 +311,8 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
         base = 2
         if flags & _SEARCHSTORE:
             base = 3
-            store = argv[1]
-    withdist = withhash = withcoord = False
+            a.store = argv[1]
     frommember = fromloc = byradius = bybox = bypolygon = False
-    sort = _NONE
-    any_ = False
-    count = 0
     search = flags & _SEARCH
     storable = not (flags & _NOSTORE) and not search
     n = len(argv)
@@ -304,35 +321,35 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
         more = n - i - 1  # arguments after this one
         w = word(argv[i])
         if w == b"withdist":
-            withdist = True
+            a.withdist = True
         elif w == b"withhash":
-            withhash = True
+            a.withhash = True
         elif w == b"withcoord":
-            withcoord = True
+            a.withcoord = True
         elif w == b"any":
-            any_ = True
+            a.any = True
         elif w == b"asc":
-            sort = _ASC
+            a.sort = _ASC
         elif w == b"desc":
-            sort = _DESC
+            a.sort = _DESC
         elif w == b"count" and more >= 1:
             v = to_int(argv[i + 1])
             if v is None:
                 raise CommandError(b"ERR value is not an integer or out of range")
             if v <= 0:
                 raise CommandError(b"ERR COUNT must be > 0")
-            count = v
+            a.count = v
             i += 1
         elif w == b"store" and more >= 1 and storable:
-            store = argv[i + 1]
-            storedist = False
+            a.store = argv[i + 1]
+            a.storedist = False
             i += 1
         elif w == b"storedist" and more >= 1 and storable:
-            store = argv[i + 1]
-            storedist = True
+            a.store = argv[i + 1]
+            a.storedist = True
             i += 1
         elif w == b"storedist" and search and flags & _SEARCHSTORE:
-            storedist = True
+            a.storedist = True
         elif w == b"frommember" and more >= 1 and search and not fromloc and not bypolygon:
             if zs is not None:
                 _member_position(shape, zs, argv[i + 1])
@@ -357,7 +374,7 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
         else:
             raise syntax()
         i += 1
-    if store is not None and (withdist or withhash or withcoord):
+    if a.store is not None and (a.withdist or a.withhash or a.withcoord):
         what = b"GEOSEARCHSTORE" if flags & _SEARCHSTORE else b"STORE option in GEORADIUS"
         raise CommandError(b"ERR %s is not compatible with WITHDIST, WITHHASH and WITHCOORD options" % what)
     name = argv[0].split(b"\0", 1)[0]
@@ -365,19 +382,34 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
         raise CommandError(b"ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for %s" % name)
     if search and not (byradius or bybox or bypolygon):
         raise CommandError(b"ERR exactly one of BYRADIUS, BYBOX and BYPOLYGON can be specified for %s" % name)
-    if any_ and not count:
+    if a.any and not a.count:
         raise CommandError(b"ERR the ANY argument requires COUNT argument")
-    if store is None and not flags & (_NOSTORE | _SEARCH):
+    if a.count and a.sort == _NONE and not a.any:
+        a.sort = _ASC
+    return a
+
+
+def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
+    """georadiusGeneric: the source looked up first (a miss raises
+    ``keymiss`` whatever the arguments), the arguments parsed, then the
+    members found stored or returned."""
+    zs = _source(c, argv[src])
+    a = _search_args(argv, flags, zs)
+    if a.store is None and not flags & (_NOSTORE | _SEARCH):
         c.server.dirty -= 1  # a GEORADIUS without STORE writes nothing
-    if zs is None:
-        if store is None:
-            return EMPTY_ARRAY
-        return _store(c, argv, store, [], storedist, flags)
-    if count and sort == _NONE and not any_:
-        sort = _ASC
-    found = _points(zs, shape, count if any_ else 0)
-    if not found and store is None:
-        return EMPTY_ARRAY
+    found = _found(zs, a) if zs is not None else []
+    if a.store is not None:
+        conv = a.shape.conversion
+        pairs = [(d / conv if a.storedist else s, m) for d, s, m in found]
+        return _store(c, argv, a.store, pairs, a.storedist, flags)
+    return _search_reply(c, a, found)
+
+
+def _found(zs: ZSet, a: _SearchArgs) -> list[tuple[float, float, bytes]]:
+    """(distance in metres, score, member) of the members inside the shape,
+    in the order asked for and cut to COUNT."""
+    count, sort = a.count, a.sort
+    found = _points(zs, a.shape, count if a.any else 0)
     if count and count < len(found):
         # Valkey sorts only the first COUNT places, with its unstable
         # partial quicksort: equal distances come out in its order.
@@ -387,9 +419,15 @@ def _search(c: Client, argv: list[bytes], src: int, flags: int) -> bytes:
     elif sort != _NONE:
         # A full sort is libc's qsort, a stable merge sort.
         found.sort(key=_by_distance, reverse=sort == _DESC)
-    conv = shape.conversion
-    if store is not None:
-        return _store(c, argv, store, [(d / conv if storedist else s, m) for d, s, m in found], storedist, flags)
+    return found
+
+
+def _search_reply(c: Client, a: _SearchArgs, found: list[tuple[float, float, bytes]]) -> bytes:
+    """Each member found, alone or with the WITH* parts asked for."""
+    if not found:
+        return EMPTY_ARRAY
+    withdist, withhash, withcoord = a.withdist, a.withhash, a.withcoord
+    conv = a.shape.conversion
     opts = withdist + withhash + withcoord
     out = [array_header(len(found))]
     for d, s, m in found:
@@ -458,11 +496,9 @@ def _store(c: Client, argv: list[bytes], dst: bytes, pairs: list[tuple[float, by
         for s, m in pairs:
             out.add(m, s)
         db.set(dst, out)
-        if db.events:
-            db.events.emit(db, b"geosearchstore" if flags & _SEARCH else b"georadiusstore", dst)
-    elif db.delete(dst):
-        if db.events:
-            db.events.emit(db, b"del", dst)
+        db.notify(b"geosearchstore" if flags & _SEARCH else b"georadiusstore", dst)
+    elif db.delete_stored(dst):
+        db.notify(b"del", dst)
     else:
         c.server.dirty -= 1
         return ZERO

@@ -1,4 +1,6 @@
-"""Hash commands, and the SCAN-family argument rules HSCAN and ZSCAN share.
+"""Hash commands, hash-field expiry (HSETEX, HGETEX, HGETDEL,
+H[P]EXPIRE[AT], H[P]TTL, H[P]EXPIRETIME, HPERSIST) as Valkey 9.1 answers
+them, and the SCAN-family argument rules HSCAN and ZSCAN share.
 
 A ``Hash`` is a dict, so fields keep insertion order, an update keeps a
 field's place and a delete closes the gap: exactly a Valkey listpack's
@@ -11,10 +13,27 @@ order.
 that brings more than hash-max-listpack-entries fields (counted on the
 request, duplicates included) or any field or value longer than
 hash-max-listpack-value bytes switches it, and it never switches back.
+
+A field's TTL lives in ``Hash.ttl`` (see ``values/hash.py``); giving one to
+a field moves the hash to the hashtable encoding for good, as Valkey's
+hashTypeSetExpire converts a listpack before it stores an expiry. A field
+past its time is hidden from every read but stays stored until the active
+sweep (``Db.sweep_fields``) reaps it or a write overwrites it (its
+``hexpired`` then comes with the write's event).
+
+Each field-expiry write logs its own effect (``propagate``), as Valkey
+rewrites the command vector: a time already past becomes HDEL of the fields
+it deleted, a relative time the absolute HPEXPIREAT / HSETEX ... PXAT,
+HGETEX the HPEXPIREAT, HPERSIST or HDEL it amounts to.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a hash its last field left goes with ``del`` after them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -41,11 +60,6 @@ _ULLONG_MAX = 2**64 - 1
 _HALF = LLONG_MAX // 2
 
 
-def hash_limits(c: Client) -> tuple[int, int]:
-    """hash-max-listpack-entries / -value, as CONFIG SET last left them."""
-    return c.server.hash_limits
-
-
 def _for_write(c: Client, key: bytes) -> Hash:
     """The hash under key, created empty if absent (hashTypeLookupWriteOrCreate)."""
     h = c.db.get_hash(key)
@@ -55,17 +69,11 @@ def _for_write(c: Client, key: bytes) -> Hash:
     return h
 
 
-def _check_args(h: Hash, argv: list[bytes], start: int, entries: int, value: int) -> None:
-    """hashTypeTryConversion, before a write of the pairs argv[start:]."""
-    if (len(argv) - start) // 2 > entries or max(map(len, argv[start:])) > value:
-        h.big = True
-
-
 def _set_one(c: Client, h: Hash, field: bytes, val: bytes) -> None:
-    """hashTypeSet for the computed writes (HINCRBY*), which check the field
-    and value lengths and the size themselves."""
+    """hashTypeSet of one field (HSETNX, HINCRBY*): a field or value longer
+    than hash-max-listpack-value, or one field too many, converts the hash."""
     if not h.big:
-        entries, value = hash_limits(c)
+        entries, value = c.server.hash_limits
         if len(field) > value or len(val) > value:
             h.big = True
         h[field] = val
@@ -100,7 +108,8 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
                 h[argv[i]] = argv[i + 1]
     else:
         entries, value = c.server.hash_limits
-        _check_args(h, argv, 2, entries, value)
+        if (n - 2) // 2 > entries or max(map(len, argv[2:])) > value:  # hashTypeTryConversion
+            h.big = True
         if n == 4:
             h[argv[2]] = argv[3]
         else:
@@ -108,12 +117,9 @@ def hset(c: Client, argv: list[bytes]) -> bytes:
                 h[argv[i]] = argv[i + 1]
         if len(h) > entries:
             h.big = True
-    if db.signalled:
-        db.touch(key)
-    if db.events:
-        if revived:
-            db.events.emit(db, b"hexpired", key)
-        db.events.emit(db, b"hset", key)
+    if revived:
+        db.notify(b"hexpired", key)
+    db.modified(key, b"hset")
     # HMSET is HSET with the old reply; Valkey tells them apart by name.
     if argv[0][1:2] in b"sS":
         return integer(len(h) - before + revived)
@@ -153,8 +159,7 @@ def _overwrite_expired(c: Client, key: bytes, h: Hash, field: bytes) -> tuple[in
     if t is not None and t < c.db.clock.ms():
         h.clear_ttl(field)
         c.db.fields_expired += 1
-        if c.db.events:
-            c.db.events.emit(c.db, b"hexpired", key)
+        c.db.notify(b"hexpired", key)
         return None, True
     return t, False
 
@@ -166,40 +171,28 @@ def hsetnx(c: Client, argv: list[bytes]) -> bytes:
         _overwrite_expired(c, key, h, argv[2])
     elif argv[2] in h:
         return ZERO
-    h[argv[2]] = argv[3]
-    if not h.big:
-        entries, value = hash_limits(c)
-        _check_args(h, argv, 2, entries, value)
-        if len(h) > entries:
-            h.big = True
-    c.db.touch(key)
-    if c.db.events:
-        c.db.events.emit(c.db, b"hset", key)
+    _set_one(c, h, argv[2], argv[3])
+    c.db.modified(key, b"hset")
     return ONE
 
 
 def hdel(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
-    h = c.db.get_hash(key)
+    db = c.db
+    h = db.get_hash(key)
     if h is None:
         return ZERO
     deleted = 0
-    now = c.db.clock.ms() if h.ttl is not None else 0
+    now = db.clock.ms() if h.ttl is not None else 0
     for f in argv[2:]:
         if h.ttl is not None and h.is_expired(f, now):
             continue  # hidden: Valkey's delete does not find it
         if h.drop(f) is not None:
             deleted += 1
             if not h:
-                c.db.delete(key)
-                if c.db.events:
-                    c.db.events.emit(c.db, b"hdel", key)
-                    c.db.events.emit(c.db, b"del", key)
-                return integer(deleted)
+                break
     if deleted:
-        c.db.touch(key)
-        if c.db.events:
-            c.db.events.emit(c.db, b"hdel", key)
+        db.members_removed(key, h, b"hdel")
     return integer(deleted)
 
 
@@ -211,6 +204,7 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
     h = _for_write(c, key)
     ttl, gone = _overwrite_expired(c, key, h, argv[2]) if h.ttl is not None else (None, False)
     cur = None if gone else h.get(argv[2])
+    old: int | None
     if cur is None:
         old = 0
     else:
@@ -223,9 +217,7 @@ def hincrby(c: Client, argv: list[bytes]) -> bytes:
     _set_one(c, h, argv[2], b"%d" % new)
     if ttl is not None:
         h.set_ttl(argv[2], ttl)
-    c.db.touch(key)
-    if c.db.events:
-        c.db.events.emit(c.db, b"hincrby", key)
+    c.db.modified(key, b"hincrby")
     return integer(new)
 
 
@@ -250,9 +242,7 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
     _set_one(c, h, argv[2], new)
     if ttl is not None:
         h.set_ttl(argv[2], ttl)
-    c.db.touch(key)
-    if c.db.events:
-        c.db.events.emit(c.db, b"hincrbyfloat", key)
+    c.db.modified(key, b"hincrbyfloat")
     return bulk(new)
 
 
@@ -262,8 +252,7 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> bytes:
 def hget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.null
     v = h.get(argv[2]) if h.ttl is None else h.live_get(argv[2], c.db.clock.ms())
     return c.r.null if v is None else b"$%d\r\n%s\r\n" % (len(v), v)
@@ -271,11 +260,11 @@ def hget(c: Client, argv: list[bytes]) -> bytes:
 
 def hmget(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     null = c.r.null
     out = [array_header(len(argv) - 2)]
-    get = h.get if h is not None else {}.get
+    get = (h if h is not None else {}).get
     now = c.db.clock.ms() if h is not None and h.ttl is not None else 0
     for f in argv[2:]:
         v = get(f) if not now else h.live_get(f, now)  # type: ignore[union-attr]
@@ -285,8 +274,8 @@ def hmget(c: Client, argv: list[bytes]) -> bytes:
 
 def hexists(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     if h is not None and h.ttl is not None:
         return ZERO if h.live_get(argv[2], c.db.clock.ms()) is None else ONE
     return ONE if h is not None and argv[2] in h else ZERO
@@ -294,15 +283,15 @@ def hexists(c: Client, argv: list[bytes]) -> bytes:
 
 def hlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     return ZERO if h is None else integer(len(h))
 
 
 def hstrlen(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     v = None if h is None else h.get(argv[2]) if h.ttl is None else h.live_get(argv[2], c.db.clock.ms())
     return ZERO if v is None else integer(len(v))
 
@@ -310,8 +299,7 @@ def hstrlen(c: Client, argv: list[bytes]) -> bytes:
 def hgetall(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
     if h is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.map_header(0)
     if h.ttl is not None:
         return c.r.bulk_map(h.live_items(c.db.clock.ms()))
@@ -320,8 +308,8 @@ def hgetall(c: Client, argv: list[bytes]) -> bytes:
 
 def hkeys(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     if h is not None and h.ttl is not None:
         return bulks([f for f, _ in h.live_items(c.db.clock.ms())])
     return EMPTY_ARRAY if h is None else bulks(list(h))
@@ -329,8 +317,8 @@ def hkeys(c: Client, argv: list[bytes]) -> bytes:
 
 def hvals(c: Client, argv: list[bytes]) -> bytes:
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     if h is not None and h.ttl is not None:
         return bulks([v for _, v in h.live_items(c.db.clock.ms())])
     return EMPTY_ARRAY if h is None else bulks(list(h.values()))
@@ -362,8 +350,7 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) < 3:
         h = c.db.get_hash(argv[1])
         if h is None:
-            if c.db.events:
-                c.db.events.emit(c.db, b"keymiss", argv[1])
+            c.db.notify(b"keymiss", argv[1])
             return c.r.null
         if h.ttl is not None:
             live = h.live_items(c.db.clock.ms())
@@ -371,8 +358,8 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
         return bulk(next(islice(iter(h), rng.randrange(len(h)), None)))
     count, withvalues = random_count_args(argv, b"withvalues")
     h = c.db.get_hash(argv[1])
-    if h is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if h is None:
+        c.db.notify(b"keymiss", argv[1])
     if h is None or count == 0:
         return EMPTY_ARRAY
     picks = _random_items(h, count, c.db.clock.ms())
@@ -476,8 +463,7 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     h = c.db.get_hash(argv[1])
     if h is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_keys = parse_scan_options(argv, b"hash")
     match = pattern_matcher(pattern)
@@ -485,7 +471,7 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
         # Fields past their time are skipped, as Valkey's scan skips them.
         live = h.live_items(c.db.clock.ms())
         stop = cursor + count
-        chosen = live[cursor:stop]  # type: ignore[assignment]
+        chosen: Iterable[tuple[bytes, bytes]] = live[cursor:stop]
         nxt = stop if stop < len(live) else 0
     elif not h.big:
         # A listpack is returned whole in one call, cursor 0.
@@ -497,7 +483,7 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
         # holds while nothing is deleted; a delete can shift a field past
         # the cursor. Skipping to the position costs O(cursor), in C.
         stop = cursor + count
-        chosen = islice(h.items(), cursor, stop)  # type: ignore[assignment]
+        chosen = islice(h.items(), cursor, stop)
         nxt = stop if stop < len(h) else 0
     items: list[bytes] = []
     for f, v in chosen:
@@ -511,20 +497,6 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
 
 
 # -- field expiry ---------------------------------------------------------------
-
-# Hash-field expiry: HSETEX, HGETEX, HGETDEL, H[P]EXPIRE[AT], H[P]TTL,
-# H[P]EXPIRETIME and HPERSIST, as Valkey 9.1 answers them.
-#
-# A field's TTL lives in ``Hash.ttl`` (see ``values/hash.py``); giving one to
-# a field moves the hash to the hashtable encoding for good, as Valkey's
-# hashTypeSetExpire converts a listpack before it stores an expiry. A field
-# past its time is hidden from every read but stays stored until the active
-# sweep (``Db.sweep_fields``) reaps it or a write overwrites it.
-#
-# Each write logs its own effect (``propagate``), as Valkey rewrites the
-# command vector: a time already past becomes HDEL of the fields it deleted,
-# a relative time the absolute HPEXPIREAT / HSETEX ... PXAT, HGETEX the
-# HPEXPIREAT, HPERSIST or HDEL it amounts to.
 
 _NUMFIELDS = b"ERR numfields should be greater than 0 and match the provided number of fields"
 
@@ -609,19 +581,6 @@ def _unix_ms(argv: list[bytes], arg: bytes, base: int, seconds: bool) -> int:
     return when + base
 
 
-def _emit(db: Db, *events: bytes, key: bytes) -> None:
-    if db.events:
-        for e in events:
-            db.events.emit(db, e, key)
-
-
-def _drop_if_empty(c: Client, key: bytes, h: Hash) -> None:
-    """A hash left with no stored field goes, with Valkey's ``del`` event."""
-    if not h:
-        c.db.delete(key)
-        _emit(c.db, b"del", key=key)
-
-
 def _track(c: Client, key: bytes, h: Hash, when: int | None) -> None:
     """Tell the database a field of the hash under key expires at ``when``."""
     if h.ttl is not None and when is not None:
@@ -674,6 +633,14 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
         db.fields_expired += len(pairs)  # Valkey counts every field named
         if deleted:
             propagate(c, [[b"HDEL", key, *deleted]])
+        db.notify(b"hset", key)
+        db.notify(b"hexpire", key)  # a past time is an expiry given
+        if deleted or not h:
+            # The fields went, and the key with them if they were all it
+            # held (or it was created for them).
+            db.members_removed(key, h, b"hexpired")
+        else:
+            db.notify(b"hexpired", key)  # nothing was deleted: no change to signal
     else:
         entries, value = c.server.hash_limits
         for f, v in pairs:
@@ -699,16 +666,13 @@ def hsetex(c: Client, argv: list[bytes]) -> bytes:
             effects.append([b"HDEL", key, *overwritten])
         effects.append(_hsetex_logged(argv, fi, flags, at, when))
         propagate(c, effects)
-    if deleted or not past:
-        db.touch(key)
-    if overwritten:
-        _emit(db, b"hexpired", key=key)
-    _emit(db, b"hset", key=key)
-    if at:
-        _emit(db, b"hexpire", key=key)
-    if past:
-        _emit(db, b"hexpired", key=key)
-    _drop_if_empty(c, key, h)
+        if overwritten:
+            db.notify(b"hexpired", key)
+        if at:
+            db.notify(b"hset", key)
+            db.modified(key, b"hexpire")
+        else:
+            db.modified(key, b"hset")
     return ONE
 
 
@@ -751,8 +715,8 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     db = c.db
     h = db.get_hash(key)
-    if h is None and db.events:
-        db.events.emit(db, b"keymiss", key)
+    if h is None:
+        db.notify(b"keymiss", key)
     now = db.clock.ms()
     when = 0
     mode = b""
@@ -783,16 +747,14 @@ def hgetex(c: Client, argv: list[bytes]) -> bytes:
         assert h is not None
         if mode == b"expired":
             propagate(c, [[b"HDEL", key, *changed]])
-            _emit(db, b"hexpired", key=key)
+            db.members_removed(key, h, b"hexpired")
         elif mode == b"expire":
             propagate(c, [[b"HPEXPIREAT", key, b"%d" % when, b"FIELDS", b"%d" % len(changed), *changed]])
             _track(c, key, h, when)
-            _emit(db, b"hexpire", key=key)
+            db.modified(key, b"hexpire")
         else:
             propagate(c, [[b"HPERSIST", key, b"FIELDS", b"%d" % len(changed), *changed]])
-            _emit(db, b"hpersist", key=key)
-        db.touch(key)
-        _drop_if_empty(c, key, h)
+            db.modified(key, b"hpersist")
     return b"".join(out)
 
 
@@ -830,9 +792,7 @@ def hgetdel(c: Client, argv: list[bytes]) -> bytes:
         deleted.append(f)
     if deleted:
         propagate(c, [argv])  # logged as sent, as Valkey logs it
-        db.touch(key)
-        _emit(db, b"hdel", key=key)
-        _drop_if_empty(c, key, h)
+        db.members_removed(key, h, b"hdel")
     return b"".join(out)
 
 
@@ -911,18 +871,16 @@ def _hexpire(c: Client, argv: list[bytes], relative: bool, seconds: bool) -> byt
         elif r == 2:
             deleted.append(f)
         out.append(integer(r))
-    if deleted or updated:
-        if deleted:
-            db.fields_expired += len(deleted)
-            propagate(c, [[b"HDEL", key, *deleted]])
-            _emit(db, b"hexpired", key=key)
-        else:
-            t = argv[2] if not relative and not seconds else b"%d" % when
-            propagate(c, [[b"HPEXPIREAT", key, t, *argv[3:]]])
-            _emit(db, b"hexpire", key=key)
+    if deleted:  # a time already past: every field found went at once
+        db.fields_expired += len(deleted)
+        propagate(c, [[b"HDEL", key, *deleted]])
         _track(c, key, h, when)
-        db.touch(key)
-        _drop_if_empty(c, key, h)
+        db.members_removed(key, h, b"hexpired")
+    elif updated:
+        t = argv[2] if not relative and not seconds else b"%d" % when
+        propagate(c, [[b"HPEXPIREAT", key, t, *argv[3:]]])
+        _track(c, key, h, when)
+        db.modified(key, b"hexpire")
     return b"".join(out)
 
 
@@ -967,8 +925,7 @@ def hpersist(c: Client, argv: list[bytes]) -> bytes:
             out.append(b":-1\r\n")
     if changes:
         propagate(c, [argv])
-        _emit(db, b"hpersist", key=key)
-        db.touch(key)
+        db.modified(key, b"hpersist")
     return b"".join(out)
 
 
@@ -983,8 +940,7 @@ def _httl(c: Client, argv: list[bytes], relative: bool, seconds: bool) -> bytes:
     h = db.get_hash(argv[1])
     out = [array_header(n)]
     if h is None:
-        if db.events:
-            db.events.emit(db, b"keymiss", argv[1])
+        db.notify(b"keymiss", argv[1])
         return out[0] + b":-2\r\n" * n
     now = db.clock.ms()
     base = now if relative else 0

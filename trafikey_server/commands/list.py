@@ -11,6 +11,10 @@ listTypeTryConversion does.
 The blocking forms park the client through ``services/blocking.py`` when
 every key is empty; the request runs again once a push makes one ready, so
 a served BLPOP is exactly an LPOP of its first non-empty key.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a list its last element left goes with ``del`` after them.
 """
 
 from __future__ import annotations
@@ -74,30 +78,17 @@ def _where(arg: bytes) -> int:
     raise syntax()
 
 
-def _emit(db: Db, event: bytes, key: bytes) -> None:
-    if db.events:
-        db.events.emit(db, event, key)
+# The events of a push and of a pop, by end (HEAD, TAIL).
+_PUSHED = (b"lpush", b"rpush")
+_POPPED = (b"lpop", b"rpop")
 
 
-def _removed(c: Client, key: bytes, lst: List, where: int) -> None:
-    """listElementsRemoved: the pop's event, then the key's deletion or
-    the shrinking conversion."""
-    _emit(c.db, b"lpop" if where == HEAD else b"rpop", key)
-    _settle(c, key, lst, True)
-
-
-def _settle(c: Client, key: bytes, lst: List, changed: bool) -> None:
-    """After elements left a list: an empty list's key goes (with ``del``),
-    a smaller one may convert back to listpack and, when ``changed``, tells
-    WATCH and tracking."""
-    db = c.db
-    if not lst:
-        db.delete(key)
-        _emit(db, b"del", key)
-    else:
+def _removed(c: Client, key: bytes, lst: List, event: bytes) -> None:
+    """listElementsRemoved: a list left smaller may convert back to
+    listpack; then the event, and an empty list's key goes with ``del``."""
+    if lst:
         shrink(lst, _fill(c))
-        if changed and db.signalled:
-            db.touch(key)
+    c.db.members_removed(key, lst, event)
 
 
 def _span(n: int, start: int, end: int) -> tuple[int, int]:
@@ -146,9 +137,7 @@ def _push(c: Client, argv: list[bytes], where: int, xx: bool) -> bytes:
         db.add(key, lst)
     grow(lst, _fill(c), items, len(items))
     lst.push(items, where == HEAD)
-    if db.signalled:
-        db.touch(key)
-    _emit(db, b"lpush" if where == HEAD else b"rpush", key)
+    db.modified(key, _PUSHED[where])
     return integer(len(lst))
 
 
@@ -158,7 +147,7 @@ def _push(c: Client, argv: list[bytes], where: int, xx: bool) -> bytes:
 def llen(c: Client, argv: list[bytes]) -> bytes:
     lst = _get(c.db, argv[1])
     if lst is None:
-        _emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return ZERO
     return integer(len(lst))
 
@@ -166,7 +155,7 @@ def llen(c: Client, argv: list[bytes]) -> bytes:
 def lindex(c: Client, argv: list[bytes]) -> bytes:
     lst = _get(c.db, argv[1])
     if lst is None:
-        _emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.null
     i = parse_int(argv[2])
     n = len(lst)
@@ -182,7 +171,7 @@ def lrange(c: Client, argv: list[bytes]) -> bytes:
     end = parse_int(argv[3])
     lst = _get(c.db, argv[1])
     if lst is None:
-        _emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return EMPTY_ARRAY
     first, count = _span(len(lst), start, end)
     if not count:
@@ -214,7 +203,7 @@ def lpos(c: Client, argv: list[bytes]) -> bytes:
         j += 1
     lst = _get(c.db, argv[1])
     if lst is None:
-        _emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return EMPTY_ARRAY if count != -1 else c.r.null
     size = len(lst)
     forward = rank > 0
@@ -258,9 +247,7 @@ def lset(c: Client, argv: list[bytes]) -> bytes:
     lst[i] = value
     lst.replaced_at(i, old, value)
     shrink(lst, fill)
-    if db.signalled:
-        db.touch(key)
-    _emit(db, b"lset", key)
+    db.modified(key, b"lset")
     return OK
 
 
@@ -284,9 +271,7 @@ def linsert(c: Client, argv: list[bytes]) -> bytes:
         return b":-1\r\n"
     lst.insert(i + 1 if after else i, argv[4])
     lst.inserted_at(i, argv[4])
-    if db.signalled:
-        db.touch(key)
-    _emit(db, b"linsert", key)
+    db.modified(key, b"linsert")
     return integer(len(lst))
 
 
@@ -321,8 +306,7 @@ def lrem(c: Client, argv: list[bytes]) -> bytes:
         lst.clear()
         lst.extend(kept)
         lst.removed_at(positions, entry_size(obj))
-        _emit(db, b"lrem", key)
-        _settle(c, key, lst, True)
+        _removed(c, key, lst, b"lrem")
     return integer(removed)
 
 
@@ -340,10 +324,13 @@ def ltrim(c: Client, argv: list[bytes]) -> bytes:
     ltrim_n = first if count else n
     lst.take(ltrim_n, True)
     lst.take(rtrim, False)
-    _emit(db, b"ltrim", key)
-    # Valkey 9.1 emits the event even when nothing went, but a WATCH of the
-    # key stays clean then.
-    _settle(c, key, lst, bool(ltrim_n + rtrim))
+    if ltrim_n + rtrim:
+        _removed(c, key, lst, b"ltrim")
+    else:
+        # Valkey 9.1 emits the event even when nothing went, but a WATCH of
+        # the key stays clean then.
+        shrink(lst, _fill(c))
+        db.notify(b"ltrim", key)
     return OK
 
 
@@ -373,7 +360,7 @@ def _pop(c: Client, argv: list[bytes], where: int) -> bytes:
         out = bulk(lst.take(1, where == HEAD)[0])
     else:
         out = bulks(_take(lst, where, count))
-    _removed(c, key, lst, where)
+    _removed(c, key, lst, _POPPED[where])
     return out
 
 
@@ -385,7 +372,7 @@ def _pop_with_key(c: Client, key: bytes, lst: List, where: int, count: int) -> b
     """listPopRangeAndReplyWithKey: [key, [elements]]."""
     items = _take(lst, where, count)
     out = b"*2\r\n" + bulk(key) + bulks(items)
-    _removed(c, key, lst, where)
+    _removed(c, key, lst, _POPPED[where])
     return out
 
 
@@ -431,10 +418,8 @@ def _move(c: Client, skey: bytes, dkey: bytes, wherefrom: int, whereto: int) -> 
         db.add(dkey, dlst)
     grow(dlst, _fill(c), (value,), 1)
     dlst.push([value], whereto == HEAD)
-    if db.signalled:
-        db.touch(dkey)
-    _emit(db, b"lpush" if whereto == HEAD else b"rpush", dkey)
-    _removed(c, skey, slst, wherefrom)
+    db.modified(dkey, _PUSHED[whereto])
+    _removed(c, skey, slst, _POPPED[wherefrom])
     return bulk(value)
 
 
@@ -464,7 +449,7 @@ def _bpop(c: Client, keys: list[bytes], where: int, deadline: int, count: int) -
                 return _pop_with_key(c, key, lst, where, count)
             value = lst.take(1, where == HEAD)[0]
             out = b"*2\r\n" + bulk(key) + bulk(value)
-            _removed(c, key, lst, where)
+            _removed(c, key, lst, _POPPED[where])
             return out
     if not may_block(c):
         return c.r.null_array

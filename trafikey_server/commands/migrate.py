@@ -223,6 +223,7 @@ async def _transfer_later(c: Client, host: str, port: str, plan: _Plan) -> None:
         except (OSError, ValueError):
             phase = b"writing"  # refused: Valkey's connect is non-blocking, its first write fails
         if phase is None:
+            assert writer is not None
             try:
                 writer.write(plan.data)
                 await asyncio.wait_for(writer.drain(), plan.timeout)

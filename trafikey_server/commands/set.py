@@ -6,6 +6,10 @@ a listpack); a hashtable's order is Valkey's hash table's and cannot match.
 A result built by SUNION/SDIFF/SINTER is a new set started as an intset and
 filled member by member, so its encoding, and thus its order, moves as
 Valkey's does.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a set its last member left goes with ``del`` after them.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ _LONG_MAX = 2**63 - 1
 def _get(c: Client, key: bytes, read: bool = False) -> SetValue | None:
     v = c.db.get(key)
     if v is None:
-        if read and c.db.events:
-            c.db.events.emit(c.db, b"keymiss", key)
+        if read:
+            c.db.notify(b"keymiss", key)
         return None
     if type(v) is not SetValue:
         raise wrongtype()
@@ -70,7 +74,9 @@ def _remove(s: SetValue, m: bytes) -> bool:
 def sadd(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
     db = c.db
-    s = _get(c, key)
+    s = db.get(key)
+    if s is not None and type(s) is not SetValue:
+        raise wrongtype()
     limits = limits_of(c.server)
     if s is None:
         s = create(argv[2], len(argv) - 2, limits)
@@ -82,35 +88,23 @@ def sadd(c: Client, argv: list[bytes]) -> bytes:
         if add(s, m, limits):
             added += 1
     if added:
-        if db.signalled:
-            db.touch(key)
-        if db.events:
-            db.events.emit(db, b"sadd", key)
+        db.modified(key, b"sadd")
     return integer(added)
 
 
 def srem(c: Client, argv: list[bytes]) -> bytes:
     key = argv[1]
-    db = c.db
     s = _get(c, key)
     if s is None:
         return ZERO
     deleted = 0
-    removed = False
     for m in argv[2:]:
         if _remove(s, m):
             deleted += 1
             if not s:
-                db.delete(key)
-                removed = True
-                break
+                break  # the last member went: so does the key
     if deleted:
-        if db.signalled:
-            db.touch(key)
-        if db.events:
-            db.events.emit(db, b"srem", key)
-            if removed:
-                db.events.emit(db, b"del", key)
+        c.db.members_removed(key, s, b"srem")
     return integer(deleted)
 
 
@@ -150,22 +144,13 @@ def smove(c: Client, argv: list[bytes]) -> bytes:
         return ONE if m in src else ZERO
     if not _remove(src, m):
         return ZERO
-    ev = db.events
-    if ev:
-        ev.emit(db, b"srem", src_key)
-    if not src:
-        db.delete(src_key)
-        if ev:
-            ev.emit(db, b"del", src_key)
+    db.members_removed(src_key, src, b"srem")
     limits = limits_of(c.server)
     if dst is None:
         dst = create(m, 1, limits)
         db.add(dst_key, dst)
-    db.touch(src_key)
     if add(dst, m, limits):
-        db.touch(dst_key)
-        if ev:
-            ev.emit(db, b"sadd", dst_key)
+        db.modified(dst_key, b"sadd")
     return ONE
 
 
@@ -183,14 +168,7 @@ def spop(c: Client, argv: list[bytes]) -> bytes:
     if s is None:
         return c.r.null
     m = s.pick(True)
-    ev = db.events
-    if ev:
-        ev.emit(db, b"spop", key)
-    if not s:
-        db.delete(key)
-        if ev:
-            ev.emit(db, b"del", key)
-    db.touch(key)
+    db.members_removed(key, s, b"spop")
     return b"$%d\r\n%s\r\n" % (len(m), m)
 
 
@@ -203,36 +181,30 @@ def _spop_count(c: Client, argv: list[bytes]) -> bytes:
     s = _get(c, key)
     if s is None or n == 0:
         return c.r.set_header(0)
-    ev = db.events
-    if ev:
-        ev.emit(db, b"spop", key)
-    if n >= len(s):
-        members = s.members()
-        db.delete(key)
-        if ev:
-            ev.emit(db, b"del", key)
-        db.touch(key)
-        return _bulks_set(c, members)
     order = s.members()
-    picked = set(rng.sample(range(len(order)), n))
-    popped = [m for i, m in enumerate(order) if i in picked]
-    if (len(order) - n) * 5 > n:
-        for m in popped:
-            del s[m]
+    if n >= len(order):
+        popped = order
+        s.clear()  # all of it: the key goes
     else:
-        # Valkey keeps the few that stay in a new set instead, started as
-        # an intset when the old one was, else as a listpack: a hashtable
-        # can come out of SPOP as a listpack.
-        limits = limits_of(c.server)
-        kept = SetValue(INTSET if s.enc == INTSET else LISTPACK)
-        for i, m in enumerate(order):
-            if i not in picked:
-                add(kept, m, limits)
-        s.clear()
-        s.update(kept)
-        s.enc = kept.enc
-        s.pool = None
-    db.touch(key)
+        picked = set(rng.sample(range(len(order)), n))
+        popped = [m for i, m in enumerate(order) if i in picked]
+        if (len(order) - n) * 5 > n:
+            for m in popped:
+                del s[m]
+        else:
+            # Valkey keeps the few that stay in a new set instead, started as
+            # an intset when the old one was, else as a listpack: a hashtable
+            # can come out of SPOP as a listpack.
+            limits = limits_of(c.server)
+            kept = SetValue(INTSET if s.enc == INTSET else LISTPACK)
+            for i, m in enumerate(order):
+                if i not in picked:
+                    add(kept, m, limits)
+            s.clear()
+            s.update(kept)
+            s.enc = kept.enc
+            s.pool = None
+    db.members_removed(key, s, b"spop")
     return _bulks_set(c, popped)
 
 
@@ -286,10 +258,9 @@ def _store(c: Client, dst: bytes, r: SetValue, event: bytes) -> bytes:
     db = c.db
     if r:
         db.set(dst, r)
-        if db.events:
-            db.events.emit(db, event, dst)
-    elif db.delete(dst) and db.events:
-        db.events.emit(db, b"del", dst)
+        db.notify(event, dst)
+    elif db.delete_stored(dst):
+        db.notify(b"del", dst)
     return integer(len(r))
 
 

@@ -177,17 +177,12 @@ def get_stream(db: Db, key: bytes, read: bool = False) -> Stream | None:
     no key raises ``keymiss`` as Valkey's lookupKeyRead does."""
     v = db.get(key)
     if v is None:
-        if read and db.events:
-            db.events.emit(db, b"keymiss", key)
+        if read:
+            db.notify(b"keymiss", key)
         return None
     if type(v) is Stream:
         return v
     raise wrongtype()
-
-
-def emit(db: Db, event: bytes, key: bytes) -> None:
-    if db.events:
-        db.events.emit(db, event, key)
 
 
 def logging(c: Client) -> bool:
@@ -242,7 +237,7 @@ def create_consumer(c: Client, g: Group, name: bytes, key: bytes) -> Consumer:
     """streamCreateConsumer (the caller knows the name is new)."""
     consumer = Consumer(name, now_ms(c))
     g.consumers[name] = consumer
-    emit(c.db, b"xgroup-createconsumer", key)
+    c.db.notify(b"xgroup-createconsumer", key)
     return consumer
 
 
@@ -408,15 +403,11 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(_TOP_ITEM)
     s.add(sid, argv[field_pos:], _node_limits(c))
     text = b"%d-%d" % (sid >> 64, sid & SEQ_MASK)
-    if db.events:
-        db.events.emit(db, b"xadd", key)
+    db.modified(key, b"xadd")
     trimmed = t is not _PLAIN and t.strategy
-    if trimmed:
-        if _trim(s, t):
-            emit(db, b"xtrim", key)
-    if db.signalled:
-        db.touch(key)
-    if logging(c):
+    if trimmed and _trim(s, t):
+        db.notify(b"xtrim", key)
+    if c.server.aof is not None:  # logging(c), inline on this path
         # What the file records: the ID given, an approximate trim as the
         # exact one it made.
         logged = argv[:]
@@ -439,14 +430,12 @@ def xtrim(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     deleted = _trim(s, t)
     if deleted:
-        emit(db, b"xtrim", key)
+        db.modified(key, b"xtrim")
         logged = argv
         if t.approx:
             logged = argv[:]
             logged[t.arg_at - 1] = b"="
             logged[t.arg_at] = _exact_trim_arg(s, t)
-        if db.signalled:
-            db.touch(key)
         propagate(c, [logged])
     return integer(deleted)
 
@@ -518,9 +507,7 @@ def xdel(c: Client, argv: list[bytes]) -> bytes:
                 s.max_deleted_id = sid
             deleted += 1
     if deleted:
-        if db.signalled:
-            db.touch(key)
-        emit(db, b"xdel", key)
+        db.modified(key, b"xdel")
     return integer(deleted)
 
 
@@ -565,7 +552,7 @@ def xsetid(c: Client, argv: list[bytes]) -> bytes:
         s.entries_added = entries_added
     if max_xdel:
         s.max_deleted_id = max_xdel
-    emit(db, b"xsetid", key)
+    db.notify(b"xsetid", key)
     return b"+OK\r\n"
 
 
@@ -592,21 +579,41 @@ _NEW = -1  # XREADGROUP's ">"
 
 
 def xread(c: Client, argv: list[bytes]) -> bytes:
-    return _xread(c, argv, False)
+    return _xread(c, _read_args(c, argv, False))
 
 
 def xreadgroup(c: Client, argv: list[bytes]) -> bytes:
-    return _xread(c, argv, True)
+    return _xread(c, _read_args(c, argv, True))
 
 
-def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
-    timeout = -1
-    count = 0
-    streams_at = 0
-    nstreams = 0
-    noack = False
-    groupname: bytes | None = None
-    consumername = b""
+_UNBALANCED = b"ERR Unbalanced '%s' list of streams: for each stream key an ID or '%s' must be specified."
+_MEANINGLESS = (b"ERR The %s ID is meaningless in the context of XREADGROUP: you want to read the history of this "
+                b"consumer by specifying a proper ID, or use the > ID to get new messages. The %s ID would just "
+                b"return an empty result set.")
+
+
+class _ReadArgs:
+    """XREAD / XREADGROUP's arguments, as parsed: BLOCK (an absolute deadline,
+    0 for none, -1 when not given), COUNT (0: all), NOACK, GROUP's group and
+    consumer (group None for XREAD) and the STREAMS keys with their ID
+    arguments, still unread."""
+
+    __slots__ = ("timeout", "count", "noack", "group", "consumer", "keys", "id_args")
+
+    def __init__(self) -> None:
+        self.timeout = -1
+        self.count = 0
+        self.noack = False
+        self.group: bytes | None = None
+        self.consumer = b""
+        self.keys: list[bytes] = []
+        self.id_args: list[bytes] = []
+
+
+def _read_args(c: Client, argv: list[bytes], grouped: bool) -> _ReadArgs:
+    """xreadCommand's option loop, with its errors in its order: each option
+    as it comes, STREAMS ending the loop, then a missing STREAMS or GROUP."""
+    a = _ReadArgs()
     n = len(argv)
     i = 1
     while i < n:
@@ -614,68 +621,73 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         opt = word(argv[i])
         if opt == b"block" and more:
             i += 1
-            timeout = _ms_timeout(c, argv[i])
+            a.timeout = _ms_timeout(c, argv[i])
         elif opt == b"count" and more:
             i += 1
             v = to_int(argv[i])
             if v is None:
                 raise CommandError(b"ERR value is not an integer or out of range")
-            count = max(v, 0)
+            a.count = max(v, 0)
         elif opt == b"streams" and more:
-            streams_at = i + 1
-            nstreams = n - streams_at
-            if nstreams % 2:
-                raise CommandError(b"ERR Unbalanced '%s' list of streams: for each stream key an ID or '%s' must be "
-                                   b"specified." % (b"xreadgroup" if grouped else b"xread", b">" if grouped else b"$"))
-            nstreams //= 2
+            at = i + 1
+            half, odd = divmod(n - at, 2)
+            if odd:
+                raise CommandError(_UNBALANCED % ((b"xreadgroup", b">") if grouped else (b"xread", b"$")))
+            a.keys = argv[at:at + half]
+            a.id_args = argv[at + half:]
             break
         elif opt == b"group" and more >= 2:
             if not grouped:
                 raise CommandError(b"ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")
-            groupname = argv[i + 1]
-            consumername = argv[i + 2]
+            a.group = argv[i + 1]
+            a.consumer = argv[i + 2]
             i += 2
         elif opt == b"noack":
             if not grouped:
                 raise CommandError(b"ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
-            noack = True
+            a.noack = True
         else:
             raise syntax()
         i += 1
-    if not streams_at:
+    if not a.keys:
         raise syntax()
-    if grouped and groupname is None:
+    if grouped and a.group is None:
         raise CommandError(b"ERR Missing GROUP option for XREADGROUP")
+    return a
+
+
+def _start_ids(c: Client, a: _ReadArgs) -> tuple[list[int], list[Group]]:
+    """The ID each stream is read after, and for XREADGROUP each stream's
+    group: xreadCommand's walk over the keys, each looked up (a missing one
+    raises ``keymiss``), its group checked, then its ID argument read
+    (``$`` the stream's last ID, or the one pinned when the request blocked;
+    ``+`` just below it; ``>`` new entries for the group)."""
     db = c.db
-    keys = argv[streams_at:streams_at + nstreams]
+    grouped = a.group is not None
     resumed = c.server.blocking.resumed(c)
     pinned: list[int] | None = resumed.data if resumed is not None else None  # type: ignore[assignment]
     ids: list[int] = []
     groups: list[Group] = []
-    for k, key in enumerate(keys):
-        arg = argv[streams_at + nstreams + k]
+    for k, key in enumerate(a.keys):
+        arg = a.id_args[k]
         s = get_stream(db, key, True)
-        if groupname is not None:
-            g = s.groups.get(groupname) if s is not None else None
+        if a.group is not None:
+            g = s.groups.get(a.group) if s is not None else None
             if g is None:
                 raise error_format(b"-NOGROUP No such key '%s' or consumer group '%s' in XREADGROUP with GROUP option"
-                                   % (cstr(key), cstr(groupname)))
+                                   % (cstr(key), cstr(a.group)))
             groups.append(g)
         text = cstr(arg)
         if text == b"$":
             if grouped:
-                raise CommandError(b"ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the "
-                                   b"history of this consumer by specifying a proper ID, or use the > ID to get new "
-                                   b"messages. The $ ID would just return an empty result set.")
+                raise CommandError(_MEANINGLESS % (b"$", b"$"))
             if pinned is not None:
                 ids.append(pinned[k])
             else:
                 ids.append(s.last_id if s is not None else 0)
         elif text == b"+":
             if grouped:
-                raise CommandError(b"ERR The + ID is meaningless in the context of XREADGROUP: you want to read the "
-                                   b"history of this consumer by specifying a proper ID, or use the > ID to get new "
-                                   b"messages. The + ID would just return an empty result set.")
+                raise CommandError(_MEANINGLESS % (b"+", b"+"))
             # The last entry: from just below the last ID (an empty stream
             # that never had one reads from 0-0 and finds nothing).
             ids.append(s.last_id - 1 if s is not None and s.last_id else 0)
@@ -686,7 +698,19 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
             ids.append(_NEW)
         else:
             ids.append(parse_id(arg, 0, True))
+    return ids, groups
 
+
+def _xread(c: Client, a: _ReadArgs) -> bytes:
+    """XREAD / XREADGROUP applied: each stream with entries after its ID
+    served (a group's consumer created and its pending entries moved), the
+    group's effects logged; with nothing served, the client blocks if it
+    asked to and may."""
+    ids, groups = _start_ids(c, a)
+    db = c.db
+    keys = a.keys
+    group = a.group
+    grouped = group is not None
     now = now_ms(c)
     served: list[bytes] = []
     # What the append-only file will record, gathered only while it is on.
@@ -699,7 +723,7 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         sync = history = False
         consumer: Consumer | None = None
         g: Group | None = None
-        if grouped:
+        if group is not None:
             g = groups[k]
             if gt != _NEW:
                 sync = history = True
@@ -707,11 +731,11 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
                 if last_valid_id(s) > g.last_id:
                     sync = True
                     gt = g.last_id
-            consumer = g.consumers.get(consumername)
+            consumer = g.consumers.get(a.consumer)
             if consumer is None:
-                consumer = create_consumer(c, g, consumername, key)
-                if noack and effects is not None:
-                    effects.append([b"XGROUP", b"CREATECONSUMER", key, groupname, consumername])
+                consumer = create_consumer(c, g, a.consumer, key)
+                if a.noack and effects is not None:
+                    effects.append([b"XGROUP", b"CREATECONSUMER", key, group, a.consumer])
             consumer.seen_time = now
         elif len(s) and last_valid_id(s) > gt:
             sync = True
@@ -720,24 +744,24 @@ def _xread(c: Client, argv: list[bytes], grouped: bool) -> bytes:
         start = gt + 1 if gt != MAX_ID else 0
         if history:
             assert consumer is not None
-            body = _history_reply(c, s, start, count, consumer, now)
+            body = _history_reply(c, s, start, a.count, consumer, now)
         elif g is not None:
-            assert consumer is not None
-            body = _group_reply(s, start, count, g, consumer, noack, now, key, groupname, effects)
+            assert consumer is not None and group is not None
+            body = _group_reply(s, start, a.count, g, consumer, a.noack, now, key, group, effects)
         else:
-            body = _range_reply(s, start, MAX_ID, count, False)
+            body = _range_reply(s, start, MAX_ID, a.count, False)
         served.append(bulk(key) + body if c.resp == 3 else b"*2\r\n" + bulk(key) + body)
     if effects:
         propagate(c, effects)
     if served:
         head = array_header(len(served)) if c.resp == 2 else b"%%%d\r\n" % len(served)
         return head + b"".join(served)
-    if timeout != -1:
+    if a.timeout != -1:
         if not may_block(c):
             return c.r.null_array
         if effects:  # a NOACK consumer created before blocking: logged now, as Valkey's call() does
             c.server.aof.close_unit()  # type: ignore[union-attr]
-        c.server.blocking.block(c, keys, Stream, timeout, c.r.null_array, grouped,
+        c.server.blocking.block(c, keys, Stream, a.timeout, c.r.null_array, grouped,
                                 None if grouped else ids)
     return c.r.null_array
 

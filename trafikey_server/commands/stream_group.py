@@ -23,7 +23,6 @@ from ..util.parsing import int64, to_int
 from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, fmt_id
 from .stream import (
     create_consumer,
-    emit,
     entry_reply,
     error_format,
     get_stream,
@@ -130,7 +129,7 @@ def xgroup_create(c: Client, argv: list[bytes]) -> bytes:
     if argv[3] in s.groups:
         raise CommandError(b"BUSYGROUP Consumer Group name already exists")
     s.groups[argv[3]] = Group(sid, entries_read)
-    emit(db, b"xgroup-create", key)
+    db.notify(b"xgroup-create", key)
     return b"+OK\r\n"
 
 
@@ -142,7 +141,7 @@ def xgroup_setid(c: Client, argv: list[bytes]) -> bytes:
     sid = s.last_id if cstr(argv[4]) == b"$" else parse_id(argv[4])
     g.last_id = sid
     g.entries_read = entries_read
-    emit(c.db, b"xgroup-setid", argv[2])
+    c.db.notify(b"xgroup-setid", argv[2])
     return b"+OK\r\n"
 
 
@@ -153,7 +152,7 @@ def xgroup_destroy(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     del s.groups[argv[3]]
     db = c.db
-    emit(db, b"xgroup-destroy", argv[2])
+    db.notify(b"xgroup-destroy", argv[2])
     db.signal_ready(argv[2])  # blocked XREADGROUPs of the group answer NOGROUP
     return ONE
 
@@ -175,7 +174,7 @@ def xgroup_delconsumer(c: Client, argv: list[bytes]) -> bytes:
         return ZERO
     for sid in consumer.pel:
         g.pel.pop(sid, None)
-    emit(c.db, b"xgroup-delconsumer", argv[2])
+    c.db.notify(b"xgroup-delconsumer", argv[2])
     propagate(c, [argv])
     return integer(len(consumer.pel))
 
@@ -278,69 +277,98 @@ def _give(g: Group, sid: int, nack: Nack, consumer: Consumer) -> None:
         nack.consumer = consumer
 
 
-def xclaim(c: Client, argv: list[bytes]) -> bytes:
-    key, groupname = argv[1], argv[2]
-    s, g = _group_of(c, key, groupname)
-    if s is None or g is None:
-        raise _nogroup(key, groupname)
-    minidle = max(_int(argv[4], b"ERR Invalid min-idle-time argument for XCLAIM"), 0)
+class _ClaimArgs:
+    """XCLAIM's arguments after the consumer, as parsed: min-idle-time, the
+    IDs (their arguments too, which the log repeats as sent), the delivery
+    time (IDLE or TIME, the last given, else now), RETRYCOUNT (-1: not
+    given), FORCE, JUSTID and LASTID (0: not given)."""
+
+    __slots__ = ("minidle", "ids", "id_at", "deliverytime", "retrycount", "force", "justid", "last_id")
+
+    def __init__(self) -> None:
+        self.minidle = 0
+        self.ids: list[int] = []
+        self.id_at = 5  # argv's index of the first ID
+        self.deliverytime = -1
+        self.retrycount = -1
+        self.force = False
+        self.justid = False
+        self.last_id = 0
+
+
+def _claim_args(argv: list[bytes], now: int) -> _ClaimArgs:
+    """xclaimCommand's parsing, with its errors in its order: min-idle-time,
+    the IDs up to the first argument that is not one, then the options."""
+    a = _ClaimArgs()
+    a.minidle = max(_int(argv[4], b"ERR Invalid min-idle-time argument for XCLAIM"), 0)
     n = len(argv)
-    ids: list[int] = []
     j = 5
     while j < n:
         try:
-            ids.append(parse_id(argv[j], 0, True))
+            a.ids.append(parse_id(argv[j], 0, True))
         except CommandError:
             break
         j += 1
-    now = now_ms(c)
-    retrycount = -1
-    deliverytime = -1
-    force = justid = False
-    last_id = 0
     while j < n:
         more = n - 1 - j
         opt = word(argv[j])
         if opt == b"force":
-            force = True
+            a.force = True
         elif opt == b"justid":
-            justid = True
+            a.justid = True
         elif opt == b"idle" and more:
             j += 1
-            deliverytime = now - _int(argv[j], b"ERR Invalid IDLE option argument for XCLAIM")
+            a.deliverytime = now - _int(argv[j], b"ERR Invalid IDLE option argument for XCLAIM")
         elif opt == b"time" and more:
             j += 1
-            deliverytime = _int(argv[j], b"ERR Invalid TIME option argument for XCLAIM")
+            a.deliverytime = _int(argv[j], b"ERR Invalid TIME option argument for XCLAIM")
         elif opt == b"retrycount" and more:
             j += 1
-            retrycount = _int(argv[j], b"ERR Invalid RETRYCOUNT option argument for XCLAIM")
+            a.retrycount = _int(argv[j], b"ERR Invalid RETRYCOUNT option argument for XCLAIM")
         elif opt == b"lastid" and more:
             j += 1
-            last_id = parse_id(argv[j], 0, True)
+            a.last_id = parse_id(argv[j], 0, True)
         else:
             raise error_format(b"Unrecognized XCLAIM option '%s'" % cstr(argv[j]))
         j += 1
+    if a.deliverytime < 0 or a.deliverytime > now:
+        a.deliverytime = now
+    return a
+
+
+def xclaim(c: Client, argv: list[bytes]) -> bytes:
+    """XCLAIM: the group's last ID moved up to LASTID, then each pending
+    entry named given to the consumer (created if new) unless it was
+    delivered more recently than min-idle-time; an entry deleted from the
+    stream leaves the group's pending list. Each change is logged as the
+    XCLAIM that rebuilds it (carrying the group's last ID); a last ID moved
+    that no such XCLAIM carries is logged as XGROUP SETID."""
+    key, groupname = argv[1], argv[2]
+    s, g = _group_of(c, key, groupname)
+    if s is None or g is None:
+        raise _nogroup(key, groupname)
+    now = now_ms(c)
+    a = _claim_args(argv, now)
     moved = False
-    if last_id > g.last_id:
-        g.last_id = last_id
+    if a.last_id > g.last_id:
+        g.last_id = a.last_id
         moved = True
-    if deliverytime == -1 or deliverytime < 0 or deliverytime > now:
-        deliverytime = now
     consumer = _claimer(c, g, argv[3], key, now)
+    minidle, justid = a.minidle, a.justid
     out = [b""]
     k = 0
     effects: list[list[bytes]] = []
-    for pos, sid in enumerate(ids):
+    for pos, sid in enumerate(a.ids):
         nack = g.pel.get(sid)
         fields = s.get(sid)
         if fields is None:
             if nack is not None:
-                effects.append(xclaim_effect(key, groupname, g, argv[5 + pos], nack))
+                effects.append(xclaim_effect(key, groupname, g, argv[a.id_at + pos], nack))
                 moved = False
                 del g.pel[sid]
                 nack.consumer.pel.pop(sid, None)
             continue
-        if force and nack is None:
+        if a.force and nack is None:
             nack = Nack(now, 1, None)  # type: ignore[arg-type]  # owned by nobody until given below
             g.pel[sid] = nack
         if nack is None:
@@ -349,9 +377,9 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
             continue
         if nack.consumer is not consumer and nack.consumer is not None:
             nack.consumer.pel.pop(sid, None)
-        nack.delivery_time = deliverytime
-        if retrycount >= 0:
-            nack.delivery_count = retrycount
+        nack.delivery_time = a.deliverytime
+        if a.retrycount >= 0:
+            nack.delivery_count = a.retrycount
         elif not justid:
             nack.delivery_count = int64(nack.delivery_count + 1)
         if nack.consumer is not consumer:
@@ -360,7 +388,7 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
         out.append(bulk(fmt_id(sid)) if justid else entry_reply(sid, fields))
         k += 1
         consumer.active_time = now
-        effects.append(xclaim_effect(key, groupname, g, argv[5 + pos], nack))
+        effects.append(xclaim_effect(key, groupname, g, argv[a.id_at + pos], nack))
         moved = False
     if moved:
         effects.append(setid_effect(key, groupname, g))

@@ -194,7 +194,7 @@ def mget(c: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         v = db.get(key)
         t = type(v)
-        out.append(b"$%d\r\n%s\r\n" % (len(v), v) if t is bytes or t is bytearray else null)  # type: ignore[arg-type]
+        out.append(b"$%d\r\n%s\r\n" % (len(v), v) if t is bytes or t is bytearray else null)
         if v is None:
             db.notify(b"keymiss", key)
     return b"".join(out)

@@ -8,11 +8,17 @@ are Valkey 9's ``t_zset.c``. Range reads resolve to an index span of the
 Scores are written with ``c.r.double`` (a bulk string in RESP2, a double in
 RESP3); with WITHSCORES, RESP2 gets one flat array and RESP3 an array of
 ``[member, score]`` pairs, because clients need the order a map would lose.
+
+A write's side effects are the database's (``Db.notify``, ``Db.modified``,
+``Db.members_removed``): each handler names its events in Valkey's order,
+and a sorted set its last member left goes with ``del`` after them.
+``members_removed`` is handed the member table (``zs.scores``): its
+emptiness costs no call, where a ``ZSet``'s own ``__len__`` would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..protocol.args import mpop_args
@@ -252,9 +258,7 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
             processed += 1
             newscore = s
     if added or updated:
-        db.touch(key)
-        if db.events:
-            db.events.emit(db, b"zincr" if incr else b"zadd", key)
+        db.modified(key, b"zincr" if incr else b"zadd")
     if incr:
         return c.r.double(newscore) if processed else c.r.null
     return integer(added + updated if flags & _CH else added)
@@ -265,16 +269,15 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
 
 def zcard(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
-    if zs is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if zs is None:
+        c.db.notify(b"keymiss", argv[1])
     return ZERO if zs is None else integer(len(zs))
 
 
 def zscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.null
     s = zs.scores.get(argv[2])
     return c.r.null if s is None else c.r.double(s)
@@ -282,8 +285,8 @@ def zscore(c: Client, argv: list[bytes]) -> bytes:
 
 def zmscore(c: Client, argv: list[bytes]) -> bytes:
     zs = c.db.get_zset(argv[1])
-    if zs is None and c.db.events:
-        c.db.events.emit(c.db, b"keymiss", argv[1])
+    if zs is None:
+        c.db.notify(b"keymiss", argv[1])
     r = c.r
     out = [array_header(len(argv) - 2)]
     table = zs.scores if zs is not None else {}
@@ -312,8 +315,7 @@ def _zrank(c: Client, argv: list[bytes], reverse: bool) -> bytes:
     zs = c.db.get_zset(argv[1])
     miss = c.r.null_array if withscore else c.r.null
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return miss
     r = zs.rank(argv[2])
     if r is None:
@@ -332,8 +334,7 @@ def zcount(c: Client, argv: list[bytes]) -> bytes:
     lo, lo_ex, hi, hi_ex = parse_score_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return ZERO
     a, b = zs.score_span(lo, lo_ex, hi, hi_ex)
     return integer(b - a)
@@ -343,8 +344,7 @@ def zlexcount(c: Client, argv: list[bytes]) -> bytes:
     lo, hi = parse_lex_range(argv[2], argv[3])
     zs = c.db.get_zset(argv[1])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return ZERO
     a, b = zs.lex_span(lo, hi)
     return integer(b - a)
@@ -425,8 +425,7 @@ def _zrange(c: Client, argv: list[bytes], k: int, dst: bytes | None, kind: int, 
         lrange = parse_lex_range(a, b)
     zs = c.db.get_zset(argv[k])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[k])
+        c.db.notify(b"keymiss", argv[k])
         return EMPTY_ARRAY if dst is None else _store_range(c, dst, [], False)
     if kind == _RANK:
         lo, hi = index_span(len(zs), start, end)
@@ -450,8 +449,8 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     order, as Valkey does, so the listpack/skiplist switch (and the -0 a
     listpack cannot hold) happen at the same member."""
     if not pairs:
-        if c.db.delete(dst) and c.db.events:
-            c.db.events.emit(c.db, b"del", dst)
+        if c.db.delete_stored(dst):
+            c.db.notify(b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -463,8 +462,7 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
             out.big = True
         out.add(m, s)
     c.db.set(dst, out)
-    if c.db.events:
-        c.db.events.emit(c.db, b"zrangestore", dst)
+    c.db.notify(b"zrangestore", dst)
     return integer(len(out))
 
 
@@ -481,15 +479,9 @@ def zrem(c: Client, argv: list[bytes]) -> bytes:
         if zs.remove(m):
             deleted += 1
             if not zs.scores:
-                c.db.delete(key)
-                if c.db.events:
-                    c.db.events.emit(c.db, b"zrem", key)
-                    c.db.events.emit(c.db, b"del", key)
-                return integer(deleted)
+                break  # the last member went: so does the key
     if deleted:
-        c.db.touch(key)
-        if c.db.events:
-            c.db.events.emit(c.db, b"zrem", key)
+        c.db.members_removed(key, zs.scores, b"zrem")
     return integer(deleted)
 
 
@@ -523,15 +515,7 @@ def zremrangebylex(c: Client, argv: list[bytes]) -> bytes:
 def _remove_span(c: Client, key: bytes, zs: ZSet, lo: int, hi: int, event: bytes) -> bytes:
     n = zs.remove_span(lo, hi)
     if n:
-        if zs.scores:
-            c.db.touch(key)
-            if c.db.events:
-                c.db.events.emit(c.db, event, key)
-        else:
-            c.db.delete(key)
-            if c.db.events:
-                c.db.events.emit(c.db, event, key)
-                c.db.events.emit(c.db, b"del", key)
+        c.db.members_removed(key, zs.scores, event)
     return integer(n)
 
 
@@ -563,16 +547,7 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
         # RESP3 nests [member, score] pairs only when a count was given.
         pairs = [pop() for _ in range(min(len(zs.scores), count))]
         out = _with_scores(c, pairs)
-    if zs.scores:
-        if db.signalled:
-            db.touch(key)
-        if db.events:
-            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
-    else:
-        db.delete(key)
-        if db.events:
-            db.events.emit(db, b"zpopmax" if top else b"zpopmin", key)
-            db.events.emit(db, b"del", key)
+    db.members_removed(key, zs.scores, b"zpopmax" if top else b"zpopmin")
     return out
 
 
@@ -580,7 +555,6 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     """Valkey's genericZpopCommand with the key in the reply: BZPOPMIN/MAX
     as one flat [key, member, score], ZMPOP/BZMPOP as [key, [[member,
     score], ...]] in both protocols."""
-    db = c.db
     pop = zs.pop_max if top else zs.pop_min
     n = min(len(zs.scores), 1 if count == -1 else count)
     pairs = [pop() for _ in range(n)]
@@ -595,17 +569,7 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     else:
         s, m = pairs[0]
         out = [b"*3\r\n", kb, _pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n%s" % (len(m), m, c.r.double(s))]
-    event = b"zpopmax" if top else b"zpopmin"
-    if zs.scores:
-        if db.signalled:
-            db.touch(key)
-        if db.events:
-            db.events.emit(db, event, key)
-    else:
-        db.delete(key)
-        if db.events:
-            db.events.emit(db, event, key)
-            db.events.emit(db, b"del", key)
+    c.db.members_removed(key, zs.scores, b"zpopmax" if top else b"zpopmin")
     return b"".join(out)
 
 
@@ -655,15 +619,15 @@ def zrandmember(c: Client, argv: list[bytes]) -> bytes:
     if len(argv) >= 3:
         count, withscores = random_count_args(argv, b"withscores")
         zs = c.db.get_zset(argv[1])
-        if zs is None and c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
-        if zs is None or count == 0:
+        if zs is None:
+            c.db.notify(b"keymiss", argv[1])
+            return EMPTY_ARRAY
+        if count == 0:
             return EMPTY_ARRAY
         return _with_scores(c, _random_pairs(zs, count)) if withscores else _members(_random_pairs(zs, count))
     zs = c.db.get_zset(argv[1])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return c.r.null
     return bulk(zs.index[rng.randrange(len(zs))][1])
 
@@ -692,16 +656,15 @@ def zscan(c: Client, argv: list[bytes]) -> bytes:
     cursor = parse_cursor(argv[2])
     zs = c.db.get_zset(argv[1])
     if zs is None:
-        if c.db.events:
-            c.db.events.emit(c.db, b"keymiss", argv[1])
+        c.db.notify(b"keymiss", argv[1])
         return EMPTY_SCAN
     count, pattern, only_members = parse_scan_options(argv, b"zset")
     match = pattern_matcher(pattern)
     if not zs.big:
         # A listpack is returned whole, scores as it stores them.
         nxt = 0
-        chosen = zs.index
-        fmt = format_double
+        chosen: Iterable[tuple[float, bytes]] = zs.index
+        fmt: Callable[[float], bytes] = format_double
     else:
         # Our cursor is a position in score order: see hscan for why.
         stop = cursor + count
@@ -774,8 +737,7 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, k: int, op: int, car
     for key in argv[k + 1 : k + 1 + nkeys]:
         v = db.get(key)
         if v is None:
-            if db.events:
-                db.events.emit(db, b"keymiss", key)
+            db.notify(b"keymiss", key)
         elif type(v) is SetValue:
             v = _SetInput(v)
         elif type(v) is not ZSet:
@@ -910,8 +872,8 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
     """Valkey builds the result as a skiplist and turns it into a listpack
     if it is small enough, which is also when a -0 score becomes 0."""
     if not result:
-        if c.db.delete(dst) and c.db.events:
-            c.db.events.emit(c.db, b"del", dst)
+        if c.db.delete_stored(dst):
+            c.db.notify(b"del", dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -922,6 +884,5 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
     out.scores = result
     out.index = Index((s, m) for m, s in result.items())
     c.db.set(dst, out)
-    if c.db.events:
-        c.db.events.emit(c.db, event, dst)
+    c.db.notify(event, dst)
     return integer(len(out))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter_ns, time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
@@ -28,6 +28,7 @@ from ..util.slots import CROSSSLOT, same_slot
 if TYPE_CHECKING:
     from ..protocol.table import Command
     from ..services.client import Client
+    from ..values.record import Settings
 
 BUSY_EVAL = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
@@ -42,7 +43,14 @@ _TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"res
 NOAUTH = CommandError(b"NOAUTH Authentication required.")
 
 
-def busy_error(server: Any, eval_mode: bool) -> bytes:
+class Configured(Protocol):
+    """A server (server.py), as far as its settings are read."""
+
+    @property
+    def config(self) -> Settings: ...
+
+
+def busy_error(server: Configured, eval_mode: bool) -> bytes:
     """Valkey's BUSY text for the running script's kind; it names Redis
     under extended-redis-compatibility."""
     msg = BUSY_EVAL if eval_mode else BUSY_FUNCTION

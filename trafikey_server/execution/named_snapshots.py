@@ -29,15 +29,24 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..values.hash import Hash
 from ..values.registry import BY_CLASS
+from .persist.host import PersistHost
 from .persist.rdb import Loaded, install
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
-    from ..server import Server
+    from ..services.tracking import Tracking
+
+
+class NamedSnapshotsHost(PersistHost, Protocol):
+    """What TRAFIKEY.SNAPSHOT uses of the server (server.py): what a load
+    uses, and the tracking table a restore flushes."""
+
+    tracking: Tracking
+
 
 # The job core's brand key (server.py writes it at start-up); a restore
 # keeps the server's value of it.
@@ -92,7 +101,7 @@ def _copy_db(db: Db, data: dict[bytes, Any], expires: dict[bytes, int], now: int
 class NamedSnapshots:
     """The snapshots a server holds, by name."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: NamedSnapshotsHost) -> None:
         self.server = server
         self.saved: dict[bytes, Keyspace] = {}
 

@@ -191,8 +191,7 @@ class Db:
         if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
             self._expire(key)
             return None
-        t = type(v)
-        if t is bytes or t is bytearray:
+        if isinstance(v, (bytes, bytearray)):
             if self.lfu is None:
                 self.access[key] = self.clock.lru
             else:

@@ -34,9 +34,10 @@ from __future__ import annotations
 import asyncio
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from itertools import chain
 from time import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import hiredis
 
@@ -44,7 +45,7 @@ from ..commands.client import log_info
 from ..execution.dispatch import POSTPONED, execute
 from ..protocol.parser import INLINE_MAX, PyParser
 from ..services.client import Client
-from ..services.limits import admit, check_output, obuf_class, query_buffer_exceeded
+from ..services.limits import BulkSearch, admit, check_output, obuf_class, query_buffer_exceeded
 from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
@@ -52,6 +53,20 @@ from .tls import certificate_user
 
 if TYPE_CHECKING:
     from ..server import Server
+
+
+
+class KernelReader(Protocol):
+    """The compiled request reader (protocol/creader.pyx). It is loaded by
+    name (util/native.py), so mypy never reads it: what is used of it is
+    stated here."""
+
+    @property
+    def idle(self) -> bool: ...
+
+    def len(self) -> int: ...
+    def feed(self, data: bytes, max_bulk: int, out: list[list[bytes]]) -> bytes | None: ...
+
 
 # The compiled request reader, or None: the pure path (hiredis and the checks below).
 _k = native.load("protocol.creader")
@@ -95,7 +110,7 @@ _LONE_CR = re.compile(rb"\r[^\n]").search
 _TAIL = 12
 
 
-def _split_length(window: bytes, huge_bulk: Any) -> bool:
+def _split_length(window: bytes, huge_bulk: BulkSearch) -> bool:
     return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 
@@ -144,7 +159,7 @@ class Connection(asyncio.Protocol):
         self.server = server
         self.client: Client | None = None
         self.transport: Any = None
-        self.reader: Any = self.new_reader()
+        self.reader: hiredis.Reader | KernelReader = self.new_reader()
         self.py: PyParser | None = None
         # Bytes read and not yet parsed after the last read: with a new
         # read, the most any request completed by it can take.
@@ -243,7 +258,8 @@ class Connection(asyncio.Protocol):
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
-        c.out = out = []  # what CLIENT INFO reports as not yet sent (obl=)
+        out: list[bytes] = []
+        c.out = out  # what CLIENT INFO reports as not yet sent (obl=)
         # A request as large as COMMANDLOG's large-request threshold may end
         # in this read: the commands it completes are observed (observe.py).
         big = self.backlog + len(data) >= self.server.large_request
@@ -414,7 +430,8 @@ class Connection(asyncio.Protocol):
         c = self.client
         if c is None or c.closing or self.held is not None:
             return
-        c.out = out = []
+        out: list[bytes] = []
+        c.out = out
         self._continue(out)
 
     def _continue(self, out: list[bytes]) -> None:
@@ -477,7 +494,7 @@ class Connection(asyncio.Protocol):
             return
         self.crs += data.count(13)
         self.fed += len(data)
-        self.reader.feed(data)
+        cast(hiredis.Reader, self.reader).feed(data)
         self.boundary = False
         self._hiredis_loop(data, out)
 
@@ -499,7 +516,7 @@ class Connection(asyncio.Protocol):
     def _hiredis_loop(self, data: bytes, out: list[bytes]) -> None:
         """Take every request the read completes, check their framing, then
         run them: a malformed request must not run, nor any after it."""
-        reader = self.reader
+        reader = cast(hiredis.Reader, self.reader)
         gets = reader.gets
         has_data = reader.has_data
         reqs: list[list[bytes]] = []
@@ -565,7 +582,7 @@ class Connection(asyncio.Protocol):
         byte it does not take, the exact parser goes on from the start of
         that request (after the requests before it, or once they are done
         waiting: ``_continue`` runs the queued ones first)."""
-        reader = self.reader
+        reader = cast(KernelReader, self.reader)
         reqs: list[list[bytes]] = []
         rest = reader.feed(data, self.server.max_bulk, reqs)
         if rest is None:
@@ -584,7 +601,7 @@ class Connection(asyncio.Protocol):
             self._drain(out)
 
     # The reader of the fast path, chosen once: the compiled one when built.
-    new_reader: Any = hiredis.Reader if _k is None else _k.Reader
+    new_reader: Callable[[], hiredis.Reader | KernelReader] = hiredis.Reader if _k is None else _k.Reader
     _run_fast = _run_hiredis if _k is None else _run_kernel
 
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
@@ -677,7 +694,7 @@ def flush_pushes(server: Server) -> None:
             conn.flush()
 
 
-def format_addr(info: Any) -> str:
+def format_addr(info: object) -> str:
     if not info:
         return ""
     if isinstance(info, tuple):

@@ -20,6 +20,7 @@ import asyncio
 import grp
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .connection import Connection, format_addr
@@ -34,8 +35,7 @@ _SUN_PATH = 108
 
 
 class Listener:
-    # What an accepted socket is served by; the busy-script loop, which sits
-    # below the network code, accepts through it too.
+    # What an accepted socket is served by.
     connection_class = Connection
 
     def __init__(self, server: Server, host: str, port: int, backlog: int, kind: str = "tcp") -> None:
@@ -58,7 +58,7 @@ class Listener:
         sock.setblocking(False)
         self.sock = sock
         # Accepted sockets whose Connection the loop has not yet announced.
-        self.pending: dict[socket.socket, Any] = {}
+        self.pending: dict[socket.socket, Connection] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def _unix(self, path: str, backlog: int) -> socket.socket:
@@ -120,6 +120,19 @@ class Listener:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
+    def accept_raw(self, transport: Callable[[socket.socket], object]) -> None:
+        """Accept one connection while a script holds the event loop
+        (execution/scripting/busy.py): it is served through
+        ``transport(sock)`` until the loop, free again, takes it over."""
+        sock = self.accept_one()
+        if sock is None:
+            return
+        conn = self.connection_class(self.server)
+        conn.connection_made(transport(sock))
+        self.pending[sock] = conn
+        assert self.loop is not None
+        self.hand_over(self.loop, conn, sock)
+
     def accept_ready(self) -> None:
         loop = self.loop
         assert loop is not None
@@ -131,29 +144,30 @@ class Listener:
             self.pending[sock] = conn
             self.hand_over(loop, conn, sock)
 
-    def hand_over(self, loop: asyncio.AbstractEventLoop, conn: Any, sock: socket.socket) -> None:
+    def hand_over(self, loop: asyncio.AbstractEventLoop, conn: Connection, sock: socket.socket) -> None:
         """The event loop takes the accepted socket (after the handshake, for TLS)."""
         if self.kind == "tls":
             ctx = self.server.tls.context_for_accept()
-            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock, ssl=ctx)
+            coro = loop.connect_accepted_socket(lambda: conn, sock, ssl=ctx)
             # Kept for the log line of a failed handshake, when the socket is gone.
             try:
                 where = f"addr={format_addr(sock.getpeername())} laddr={format_addr(sock.getsockname())}"
             except OSError:  # already reset by the peer
                 where = "addr=?:0 laddr=?:0"
         else:
-            coro = loop.connect_accepted_socket(lambda conn=conn: conn, sock)
+            coro = loop.connect_accepted_socket(lambda: conn, sock)
             where = ""
         task = loop.create_task(coro)
-        task.add_done_callback(lambda t, sock=sock: self._made(sock, t, where))
+        task.add_done_callback(lambda t: self._made(sock, t, where))
 
     def _made(self, sock: socket.socket, task: asyncio.Task[Any], where: str = "") -> None:
         self.pending.pop(sock, None)
         if not task.cancelled() and task.exception() is not None:
             if self.kind == "tls":
                 # Valkey's line for a failed handshake (connAccept's error).
-                self.server.log.warning(f"Error accepting a client connection: {openssl_text(task.exception())} "
-                                        f"({where})")
+                error = task.exception()
+                assert error is not None
+                self.server.log.warning(f"Error accepting a client connection: {openssl_text(error)} ({where})")
             sock.close()
 
     def close(self, unlink: bool = False) -> None:

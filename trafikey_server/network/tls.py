@@ -355,13 +355,13 @@ def certificate_user(server: Server, c: Client, transport: Any) -> None:
             return
 
 
-def _apply_tls(server: Any, value: Any) -> None:
+def _apply_tls(server: Server, value: object) -> None:
     """Valkey's applyTlsCfg: rebuild the context while TLS is in use."""
     if server.config.values["tls-port"] and not server.tls.configure(True):
         raise ConfigError(UPDATE_FAILED)
 
 
-def _apply_tls_port(server: Any, value: int) -> None:
+def _apply_tls_port(server: Server, value: int) -> None:
     """Valkey's applyTLSPort: a context if there is none yet, then the
     TLS listeners move to the new port (none for 0)."""
     if not server.tls.configure(False):

@@ -11,6 +11,8 @@ parse-or-raise lines.
 
 from __future__ import annotations
 
+import builtins
+
 from ..util.errors import NOT_FLOAT_MSG, CommandError, syntax
 from ..util.floats import parse_double
 from ..util.parsing import to_int
@@ -89,7 +91,7 @@ class Args:
             raise CommandError(err)
         return v
 
-    def count(self, lo: int, err: bytes, missing: bytes | None = None) -> int:
+    def count(self, lo: builtins.int, err: bytes, missing: bytes | None = None) -> builtins.int:
         """An integer that must be at least ``lo`` (COUNT, numkeys): a
         non-integer and an integer out of range get the same ``err``, as in
         the Valkey commands that read counts with getRangeLongFromObjectOrReply."""

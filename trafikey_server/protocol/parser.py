@@ -12,6 +12,9 @@ every header line and bulk must end with CRLF ("invalid CRLF in request").
 
 from __future__ import annotations
 
+import enum
+from typing import Literal
+
 from ..util.errors import ProtocolError
 from ..util.parsing import to_int
 
@@ -55,24 +58,25 @@ class PyParser:
             if self.pos >= len(buf) and self._left == 0:
                 return None
             if self._left == 0:
+                r: list[bytes] | _Step | None
                 if buf[self.pos] == 42:  # '*'
                     r = self._multibulk_header()
                 else:
                     r = self._inline()
                 if r is None:
                     return None
-                if r is _SKIP:
+                if r is _Step.SKIP:
                     continue
-                if r is _BODY:
+                if r is _Step.BODY:
                     pass
                 else:
-                    return r  # type: ignore[return-value]
+                    return r
             r2 = self._multibulk_body()
             if r2 is None:
                 return None
             return r2
 
-    def _inline(self) -> list[bytes] | object | None:
+    def _inline(self) -> list[bytes] | Literal[_Step.SKIP] | None:
         buf = self.buf
         nl = buf.find(b"\n", self.pos)
         # Valkey looks for the newline with strchr: a NUL before it hides it,
@@ -92,10 +96,10 @@ class PyParser:
         if argv is None:
             raise ProtocolError("unbalanced quotes in request")
         if not argv:
-            return _SKIP
+            return _Step.SKIP
         return argv
 
-    def _multibulk_header(self) -> object | None:
+    def _multibulk_header(self) -> Literal[_Step.SKIP, _Step.BODY] | None:
         buf = self.buf
         cr = buf.find(b"\r", self.pos)
         if cr < 0:
@@ -113,11 +117,11 @@ class PyParser:
             raise ProtocolError("unauthenticated multibulk length")
         self.pos = cr + 2
         if ll <= 0:
-            return _SKIP
+            return _Step.SKIP
         self._left = ll
         self._argv = []
         self._bulklen = -1
-        return _BODY
+        return _Step.BODY
 
     def _multibulk_body(self) -> list[bytes] | None:
         buf = self.buf
@@ -157,8 +161,12 @@ class PyParser:
         return argv
 
 
-_SKIP = object()
-_BODY = object()
+class _Step(enum.Enum):
+    """What a header step found short of a request: a line to skip, or a
+    multibulk body to read next."""
+
+    SKIP = 0
+    BODY = 1
 
 _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
 _HEX = b"0123456789abcdefABCDEF"

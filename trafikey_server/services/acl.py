@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol.keyspecs import extract, has_keys
 from ..util.errors import CommandError
@@ -30,8 +30,23 @@ from .kill import kill_client
 
 if TYPE_CHECKING:
     from ..protocol.table import Command, Table
-    from ..server import Server
     from .client import Client
+    from .config import Config
+    from .host import Scripting
+    from .pubsub import PubSub
+
+
+class AclHost(Protocol):
+    """What the users and the ACL log use of the server (server.py)."""
+
+    clients: dict[int, Client]
+    config: Config
+    pubsub: PubSub
+    table: Table
+
+    @property
+    def scripting(self) -> Scripting: ...
+
 
 # Valkey's categories, in the order ACL CAT lists them.
 CATEGORIES = (
@@ -136,7 +151,7 @@ class User:
         # The ordered command rules after the leading +@all / -@all, as typed.
         self.rules: list[bytes] = []
         self.allkeys = False
-        self.patterns: list[list[bytes | int]] = []  # [pattern, READ|WRITE]
+        self.patterns: list[tuple[bytes, int]] = []  # (pattern, READ|WRITE)
         self.allchannels = False
         self.channels: list[bytes] = []
 
@@ -146,7 +161,7 @@ class User:
         u.allowed, u.allcommands, u.future = set(self.allowed), self.allcommands, self.future
         u.first_args = {k: list(v) for k, v in self.first_args.items()}
         u.rules = list(self.rules)
-        u.allkeys, u.patterns = self.allkeys, [list(p) for p in self.patterns]
+        u.allkeys, u.patterns = self.allkeys, list(self.patterns)
         u.allchannels, u.channels = self.allchannels, list(self.channels)
         return u
 
@@ -173,7 +188,6 @@ class User:
             return [b"~*"]
         out = []
         for pat, fl in self.patterns:
-            assert isinstance(pat, bytes)
             if fl == ALL:
                 out.append(b"~" + pat)
             else:
@@ -223,7 +237,6 @@ class User:
 
     def key_allowed(self, key: bytes, need: int) -> bool:
         for pat, fl in self.patterns:
-            assert isinstance(pat, bytes) and isinstance(fl, int)
             if fl & need == need and match(pat, key):
                 return True
         return False
@@ -381,12 +394,12 @@ class User:
             fl, pat = ALL, op[1:]
         if _has_spaces(pat):
             raise AclError(SYNTAX)
-        for p in self.patterns:
-            if p[0] == pat:
-                p[1] = int(p[1]) | fl
+        for i, (old, old_fl) in enumerate(self.patterns):
+            if old == pat:
+                self.patterns[i] = (pat, old_fl | fl)
                 break
         else:
-            self.patterns.append([pat, fl])
+            self.patterns.append((pat, fl))
         self.allkeys = False
 
     def _category(self, name: str, allow: bool, table: Table) -> None:
@@ -480,7 +493,7 @@ class AclLog:
     entry's count and moves it to the front (Valkey's addACLLogEntry). The
     counters are INFO stats' acl_access_denied_*."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: AclHost) -> None:
         self.server = server
         self.entries: list[LogEntry] = []
         self.next_id = 0
@@ -499,9 +512,8 @@ class AclLog:
             return
         if c.in_script:  # the entry describes the client that runs the script
             run = self.server.scripting.run
-            caller = getattr(run, "caller", None) if run is not None else None
-            if caller is not None:
-                c, argv = caller, run.argv
+            if run is not None:
+                c, argv = run.caller, run.argv
         ms = int(time.time() * 1000)
         entry = LogEntry(reason, context, obj, c.acl.name if username is None else username, ms,
                          self.client_line(c, argv), self.next_id)
@@ -526,7 +538,7 @@ class AclLog:
 class Acl:
     """The users of one server; ``default`` always exists."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: AclHost) -> None:
         self.server = server
         self.log = AclLog(server)
         self.users: dict[bytes, User] = {}

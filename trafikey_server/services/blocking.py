@@ -35,16 +35,39 @@ own value type and timeout reply.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from ..util.errors import CommandError
 from ..util.longdouble import parse as parse_long_double
 from ..util.longdouble import times
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Mapping
+
     from ..keyspace.db import Db
-    from ..server import Server
+    from ..protocol.table import Table
+    from ..util.clock import Clock
     from .client import Client
+    from .host import Peer
+
+
+class BlockingHost(Protocol):
+    """What blocking commands use of the server (server.py)."""
+
+    clock: Clock
+    dbs: list[Db]
+    loading: bool
+    loop: asyncio.AbstractEventLoop | None
+    table: Table
+
+    @property
+    def busy_run(self) -> object: ...
+    @property
+    def connections(self) -> Mapping[int, Peer]: ...
+
+    def count_error(self, msg: bytes) -> None: ...
+
 
 _LLONG_MAX = (1 << 63) - 1
 UNBLOCKED_ERR = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
@@ -87,15 +110,15 @@ def parse_timeout(c: Client, arg: bytes) -> int:
         raise CommandError(b"ERR timeout is out of range")
     if ms != ms or ms == float("-inf"):
         raise CommandError(b"ERR timeout is negative")
-    t = -((-ms) // 1)  # ceil, exact for a Fraction
-    if t < 0:
+    ceil = int(-((-ms) // 1))  # exact for a Fraction
+    if ceil < 0:
         raise CommandError(b"ERR timeout is negative")
-    if t > 0:
+    if ceil > 0:
         now = c.server.clock.ms()
-        if t > _LLONG_MAX - now:
+        if ceil > _LLONG_MAX - now:
             raise CommandError(b"ERR timeout is out of range")
-        t += now
-    return int(t)
+        ceil += now
+    return ceil
 
 
 def may_block(c: Client) -> bool:
@@ -127,7 +150,7 @@ class BlockState:
 
 
 class Blocking:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: BlockingHost) -> None:
         self.server = server
         # Keys made ready since the last serve, each (db, key) once:
         # every Db appends here (Db.ready_sink), dispatch tests it after
@@ -140,7 +163,7 @@ class Blocking:
         # entries (client since unblocked or re-blocked) are skipped.
         self._deadlines: list[tuple[int, int, Client]] = []
         self._order = 0
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         self._serving = False
         # The state of the client whose request is running again after a
         # key was ready: a second block keeps its deadline.

@@ -8,7 +8,7 @@ and nothing else.
 from __future__ import annotations
 
 from time import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.resp import ENCODERS, RESP2, Encoder
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..server import Server
     from .acl import User
     from .blocking import BlockState
+    from .host import Transport
     from .tracking import TrackState
 
 
@@ -79,7 +80,7 @@ class Client:
         self.ctime = int(time())
         self.last_interaction = float(self.ctime)
         self.last_cmd = b"NULL"
-        self.transport: Any = None
+        self.transport: Transport | None = None
         self.no_evict = False
         self.no_touch = False
         self.readonly = False  # READONLY: shown as flag r; no cluster to route

@@ -22,13 +22,19 @@ import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from ..util.confsyntax import split_args
 from ..util.floats import parse_double
 from ..util.log import LEVELS
 from ..util.parsing import to_int
 from . import notify
+
+if TYPE_CHECKING:
+    from ..util.log import Log
+    from .acl import Acl
+    from .notify import Notify
+    from .observe import Observer
 
 
 class ConfigError(Exception):
@@ -104,28 +110,33 @@ def _words(text: str) -> list[str]:
     return text.split(" ") if text else []
 
 
+# A setting's value: a number (bool for yes/no, int for numbers, memory
+# sizes, octal modes and flag sets) or a string.
+Value = int | str
+
+
 @dataclass
 class Option:
     name: str
     kind: str  # "int", "memory", "bool", "string", "enum", "octal", "special"
-    default: Any
+    default: Value
     mutable: bool = True
     low: int | None = None
     high: int | None = None
     choices: Sequence[str] = ()
     aliases: Sequence[str] = ()
-    apply: Callable[[Any, Any], None] | None = None  # (server, value) on CONFIG SET
+    apply: Callable[[SettingsHost, Any], None] | None = None  # (server, value) on CONFIG SET
     sensitive: bool = False
     protected: bool = False  # settable only with enable-protected-configs
     hidden: bool = False  # found by its exact name only, never by a pattern
     multi: bool = False  # an enum of flags, several words at once
     synonyms: Mapping[str, str] = field(default_factory=dict)  # enum word -> the name shown
     percent: bool = False  # memory, or a percentage written "N%"
-    check: Callable[[Any], str | None] | None = None  # the refusal reason for a parsed value
-    parser: Callable[[str, Any], Any] | None = None  # special kinds: (text, current) -> value
+    check: Callable[[Any], str | None] | None = None  # the refusal reason for a parsed value (of the kind)
+    parser: Callable[[str, Value | None], Value] | None = None  # special kinds: (text, current) -> value
     shower: Callable[[Any], str] | None = None
 
-    def parse(self, text: str, current: Any = None) -> Any:
+    def parse(self, text: str, current: Value | None = None) -> Value:
         value = self._parse(text, current)
         if self.check is not None:
             reason = self.check(value)
@@ -133,7 +144,7 @@ class Option:
                 raise ConfigError(reason)
         return value
 
-    def _parse(self, text: str, current: Any) -> Any:
+    def _parse(self, text: str, current: Value | None) -> Value:
         k = self.kind
         if k == "bool":
             low = text.lower()
@@ -197,13 +208,13 @@ class Option:
         flags = [c for c in self.choices[1:] if c in picked]
         return " ".join(flags) if flags else self.choices[0]
 
-    def show(self, value: Any) -> str:
+    def show(self, value: Value) -> str:
         k = self.kind
         if k == "bool":
             return "yes" if value else "no"
         if k == "octal":
             return f"{value:o}"
-        if k == "memory" and self.percent and value < 0:
+        if k == "memory" and self.percent and isinstance(value, int) and value < 0:
             return f"{-value}%"
         if self.shower is not None:
             return self.shower(value)
@@ -213,27 +224,44 @@ class Option:
 # -- the kinds, as table rows ------------------------------------------------------------
 
 
-def B(name: str, default: bool, **kw: Any) -> Option:
+class Extras(TypedDict, total=False):
+    """An option's fields beyond its name, kind and default (Option's)."""
+
+    mutable: bool
+    aliases: Sequence[str]
+    apply: Callable[[SettingsHost, Any], None] | None
+    sensitive: bool
+    protected: bool
+    hidden: bool
+    multi: bool
+    synonyms: Mapping[str, str]
+    percent: bool
+    # the value they take is of the option's kind (bool, int or str)
+    check: Callable[[Any], str | None] | None
+    shower: Callable[[Any], str] | None
+
+
+def B(name: str, default: bool, **kw: Unpack[Extras]) -> Option:
     return Option(name, "bool", default, **kw)
 
 
-def N(name: str, default: int, low: int, high: int, **kw: Any) -> Option:
+def N(name: str, default: int, low: int, high: int, **kw: Unpack[Extras]) -> Option:
     return Option(name, "int", default, low=low, high=high, **kw)
 
 
-def M(name: str, default: int, low: int, high: int, **kw: Any) -> Option:
+def M(name: str, default: int, low: int, high: int, **kw: Unpack[Extras]) -> Option:
     return Option(name, "memory", default, low=low, high=high, **kw)
 
 
-def E(name: str, default: str, choices: Sequence[str], **kw: Any) -> Option:
+def E(name: str, default: str, choices: Sequence[str], **kw: Unpack[Extras]) -> Option:
     return Option(name, "enum", default, choices=choices, **kw)
 
 
-def S(name: str, default: str, **kw: Any) -> Option:
+def S(name: str, default: str, **kw: Unpack[Extras]) -> Option:
     return Option(name, "string", default, **kw)
 
 
-def X(name: str, default: str, parser: Callable[[str, Any], Any], **kw: Any) -> Option:
+def X(name: str, default: Value, parser: Callable[[str, Value | None], Value], **kw: Unpack[Extras]) -> Option:
     return Option(name, "special", default, parser=parser, **kw)
 
 
@@ -252,7 +280,7 @@ def _no_rdma_port(v: int) -> str | None:
     return "No RDMA building support." if v else None
 
 
-def _no_rdma(text: str, current: Any) -> str:
+def _no_rdma(text: str, current: Value | None) -> str:
     raise ConfigError("No RDMA building support.")
 
 
@@ -360,11 +388,28 @@ def _registered(name: str) -> Callable[[Any, Any], None]:
     return apply
 
 
-def _apply_loglevel(server: Any, value: str) -> None:
+class SettingsHost(Protocol):
+    """What the options applied here on CONFIG SET use of the server
+    (server.py). Those registered from other modules (register_apply)
+    take the server as their own module types it."""
+
+    acl: Acl
+    latency_tracking: bool
+    log: Log
+    notify: Notify
+    observer: Observer
+    slot_checks: bool
+
+    def refresh_limits(self) -> None: ...
+    def relisten(self, kind: str = "tcp") -> bool: ...
+    def reseed(self) -> None: ...
+
+
+def _apply_loglevel(server: SettingsHost, value: str) -> None:
     server.log.level = LEVELS[value]
 
 
-def _apply_limits(server: Any, value: int) -> None:
+def _apply_limits(server: SettingsHost, value: int) -> None:
     server.refresh_limits()
 
 
@@ -379,35 +424,35 @@ _apply_tls = _registered("tls")
 _apply_tls_port = _registered("tls-port")
 
 
-def _apply_port(server: Any, value: int) -> None:
+def _apply_port(server: SettingsHost, value: int) -> None:
     if not server.relisten():
         raise ConfigError("Unable to listen on this port. Check server logs.")
 
 
-def _apply_bind(server: Any, value: str) -> None:
+def _apply_bind(server: SettingsHost, value: str) -> None:
     if not server.relisten():
         raise ConfigError("Failed to bind to specified addresses.")
 
 
-def _apply_requirepass(server: Any, value: str) -> None:
+def _apply_requirepass(server: SettingsHost, value: str) -> None:
     """requirepass is the default user's password (acl.Acl.set_requirepass)."""
     server.acl.set_requirepass(value)
 
 
-def _apply_slot_checks(server: Any, value: bool) -> None:
+def _apply_slot_checks(server: SettingsHost, value: bool) -> None:
     server.slot_checks = value
 
 
-def _apply_latency_tracking(server: Any, value: bool) -> None:
+def _apply_latency_tracking(server: SettingsHost, value: bool) -> None:
     server.latency_tracking = value
 
 
-def _apply_observe(server: Any, value: int) -> None:
+def _apply_observe(server: SettingsHost, value: int) -> None:
     """The command log and latency thresholds (observe.py)."""
     server.observer.reconfigured()
 
 
-def _apply_seed(server: Any, value: str) -> None:
+def _apply_seed(server: SettingsHost, value: str) -> None:
     """CONFIG SET seed restarts every random sequence at once, even to the
     seed already set (util/rand.py; the Lua generator too)."""
     server.reseed()
@@ -416,7 +461,7 @@ def _apply_seed(server: Any, value: str) -> None:
 # -- the special options ----------------------------------------------------------------------
 
 
-def _seed(text: str, current: Any) -> str:
+def _seed(text: str, current: Value | None) -> str:
     """seed: empty (drawn from the OS) or an integer of 64 bits, shown as
     Valkey prints a number."""
     if not text:
@@ -427,7 +472,7 @@ def _seed(text: str, current: Any) -> str:
     return str(v)
 
 
-def _save(text: str, current: Any) -> str:
+def _save(text: str, current: Value | None) -> str:
     """Pairs of <seconds> <changes>: seconds at least 1, changes at least 0,
     read as C's strtoll (and changes then as a C int)."""
     words = _words(text)
@@ -448,7 +493,7 @@ def _save(text: str, current: Any) -> str:
 _OBUF_CLASSES = {"normal": "normal", "replica": "slave", "slave": "slave", "pubsub": "pubsub"}
 
 
-def _obuf_limits(text: str, current: Any) -> str:
+def _obuf_limits(text: str, current: Value | None) -> str:
     """client-output-buffer-limit: <class> <hard> <soft> <seconds> groups,
     each replacing that class's limits."""
     words = _words(text)
@@ -471,7 +516,7 @@ def _obuf_limits(text: str, current: Any) -> str:
     return " ".join(f"{cls} {' '.join(limits[cls])}" for cls in ("normal", "slave", "pubsub"))
 
 
-def _oom_values(text: str, current: Any) -> str:
+def _oom_values(text: str, current: Value | None) -> str:
     words = _words(text)
     if len(words) != 3:
         raise ConfigError("wrong number of arguments")
@@ -481,7 +526,7 @@ def _oom_values(text: str, current: Any) -> str:
     return " ".join(str(v) for v in vals)
 
 
-def _keyspace_events(text: str, current: Any) -> int:
+def _keyspace_events(text: str, current: Value | None) -> int:
     """notify-keyspace-events, kept as Valkey keeps it: the flag bits (the
     text CONFIG GET shows is derived from them, notify.flags_text)."""
     try:
@@ -490,11 +535,11 @@ def _keyspace_events(text: str, current: Any) -> int:
         raise ConfigError(str(e)) from None
 
 
-def _apply_keyspace_events(server: Any, value: int) -> None:
+def _apply_keyspace_events(server: SettingsHost, value: int) -> None:
     server.notify.configure(value)
 
 
-def _percentiles(text: str, current: Any) -> str:
+def _percentiles(text: str, current: Value | None) -> str:
     out = []
     for w in _words(text):
         v = parse_double(w.encode("utf-8", "surrogateescape"))
@@ -506,14 +551,14 @@ def _percentiles(text: str, current: Any) -> str:
     return " ".join(out)
 
 
-def _bind(text: str, current: Any) -> str:
+def _bind(text: str, current: Value | None) -> str:
     words = _words(text)
     if len(words) > 16:
         raise ConfigError("Too many bind addresses specified.")
     return " ".join(words)
 
 
-def _replicaof(text: str, current: Any) -> str:
+def _replicaof(text: str, current: Value | None) -> str:
     words = text.split()
     if [w.lower() for w in words] == ["no", "one"] or not words:
         return ""
@@ -525,7 +570,7 @@ def _replicaof(text: str, current: Any) -> str:
     return f"{words[0]} {port}"
 
 
-def _dir(text: str, current: Any) -> str:
+def _dir(text: str, current: Value | None) -> str:
     """Valkey changes into the directory and reports where it landed; we
     check it the same way and report the resolved path without moving."""
     if not text:

@@ -33,8 +33,11 @@ from .limits import apply_maxmemory
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
-    from ..server import Server
     from .client import Client
+    from .limits import MemoryLimitHost
+
+
+
 
 # The kinds, as TRAFIKEY.FAULT ADD spells them (lower case), in the order
 # INFO lists them. The first four refuse the request; the rest run it.
@@ -99,7 +102,7 @@ class Rule:
 
 
 class Faults:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: MemoryLimitHost) -> None:
         self.server = server
         self.rules: dict[int, Rule] = {}
         self.last_id = 0

@@ -19,16 +19,55 @@ import copy
 import ipaddress
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from .config import register_apply
 from .memory import EVICT_FAIL
 
 if TYPE_CHECKING:
-    from ..network.connection import Connection
-    from ..protocol.table import Command
-    from ..server import Server
+    from ..protocol.table import Command, Table
+    from ..util.log import Log
+    from .acl import Acl
     from .client import Client
+    from .config import Config
+    from .host import Peer, Scripting, Transport
+    from .memory import Memory
+    from .tracking import Tracking
+
+
+class MemoryLimitHost(Protocol):
+    """What maxmemory and min-replicas-to-write use of the server (server.py):
+    they choose the command table it serves."""
+
+    base_table: Table
+    config: Config
+    maxmemory: int
+    memory: Memory
+    noreplicas: bool
+    table: Table
+
+
+class LimitsHost(MemoryLimitHost, Protocol):
+    """What the other limits use of the server (server.py)."""
+
+    acl: Acl
+    clients: dict[int, Client]
+    huge_bulk: BulkSearch
+    log: Log
+    max_bulk: int
+    obuf_limited: bool
+    obuf_normal: tuple[int, int, int] | None
+    obuf_pubsub: tuple[int, int, int] | None
+    obuf_watch: set[Peer]
+    rejected_connections: int
+    tracking: Tracking
+
+    @property
+    def connections(self) -> Mapping[int, Peer]: ...
+    @property
+    def scripting(self) -> Scripting: ...
+
 
 MAXCLIENTS = b"-ERR max number of clients reached\r\n"
 NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
@@ -53,7 +92,7 @@ UNAUTH_QUERY_BUFFER = 1024 * 1024
 # -- admission ------------------------------------------------------------------
 
 
-def _is_local(peer: Any) -> bool:
+def _is_local(peer: object) -> bool:
     if not isinstance(peer, tuple):
         return True  # a Unix socket
     try:
@@ -62,7 +101,7 @@ def _is_local(peer: Any) -> bool:
         return False
 
 
-def admit(server: Server, transport: Any) -> bool:
+def admit(server: LimitsHost, transport: Transport) -> bool:
     """Valkey's accept order: the client count first, then protected mode
     (refused while no password protects the default user and the peer is
     not on a loopback interface). A refusal is written and the connection
@@ -103,7 +142,7 @@ def parse_obuf(value: str) -> dict[str, tuple[int, int, int]]:
     return {words[i]: (int(words[i + 1]), int(words[i + 2]), int(words[i + 3])) for i in range(0, len(words), 4)}
 
 
-def apply_obuf(server: Server, value: str) -> None:
+def apply_obuf(server: LimitsHost, value: str) -> None:
     """Keep the normal class's limits where a read can see them at the cost
     of one check, None while they are all zero (Valkey's default)."""
     limits = parse_obuf(value)
@@ -117,14 +156,14 @@ def apply_obuf(server: Server, value: str) -> None:
     server.obuf_limited = server.obuf_normal is not None
 
 
-def obuf_class(server: Server, c: Client) -> tuple[int, int, int] | None:
+def obuf_class(server: LimitsHost, c: Client) -> tuple[int, int, int] | None:
     """The limits of the client's class: pub/sub while it is subscribed."""
     if getattr(c, "subscriptions", 0):
         return server.obuf_pubsub
     return server.obuf_normal
 
 
-def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | None) -> None:
+def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> None:
     """After a write: what the transport still holds for the client against
     its class's hard limit (closed at once) and soft limit (closed once it
     has stayed over it for more than soft-seconds), as Valkey's
@@ -156,16 +195,18 @@ def check_output(conn: Connection, c: Client, limits: tuple[int, int, int] | Non
 
 # A read holding a bulk length of the default limit's digit count (512 MB has 9).
 _HUGE_BULK = re.compile(rb"\$\d{9}").search
+# A compiled pattern's search: where in a read such a length starts, or None.
+BulkSearch = Callable[[bytes], "re.Match[bytes] | None"]
 
 
-def huge_bulk_pattern(limit: int) -> Any:
+def huge_bulk_pattern(limit: int) -> BulkSearch:
     """A length with as many digits as proto-max-bulk-len may be over it:
     such a read goes to the exact parser (``Server.huge_bulk``)."""
     digits = len(str(limit))
     return _HUGE_BULK if digits == 9 else re.compile(rb"\$\d{%d}" % digits).search
 
 
-def apply_proto_max_bulk_len(server: Server, value: int) -> None:
+def apply_proto_max_bulk_len(server: LimitsHost, value: int) -> None:
     server.huge_bulk = huge_bulk_pattern(value)
     server.max_bulk = value
 
@@ -178,7 +219,7 @@ def apply_proto_max_bulk_len(server: Server, value: int) -> None:
 SCRIPT_RUNNERS = frozenset((b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"fcall", b"fcall_ro"))
 
 
-def apply_maxmemory(server: Server, value: int) -> None:
+def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
     """While a limit is set, used memory is tracked on every write
     (memory.py) and every command leaves the fast path (a table of the
     server's own): Valkey runs its evictions before any command, a read
@@ -211,7 +252,7 @@ def apply_maxmemory(server: Server, value: int) -> None:
         faults.hide_fast()
 
 
-def apply_min_replicas(server: Server) -> None:
+def apply_min_replicas(server: MemoryLimitHost) -> None:
     """Valkey's checkGoodReplicasStatus: with min-replicas-to-write and
     min-replicas-max-lag both set, a primary needs that many good replicas
     to write, and this server never has any."""
@@ -263,7 +304,7 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
 # -- the periodic tick ---------------------------------------------------------------
 
 
-def cron(server: Server) -> None:
+def cron(server: LimitsHost) -> None:
     """Once a second: idle clients past ``timeout`` are closed, the soft
     output-buffer limit is re-checked for clients that have not read, and
     evictions run while maxmemory is set and used memory is over it."""
@@ -280,11 +321,11 @@ def cron(server: Server) -> None:
                     c.closing = True
                     conn.transport.close()
     for conn in list(server.obuf_watch):
-        c = conn.client
-        if c is None or c.closing:
+        client = conn.client
+        if client is None or client.closing:
             server.obuf_watch.discard(conn)
             continue
-        check_output(conn, c, obuf_class(server, c))
+        check_output(conn, client, obuf_class(server, client))
 
 
 register_apply("maxmemory", apply_maxmemory)

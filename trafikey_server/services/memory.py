@@ -31,7 +31,7 @@ the event loop, Valkey's eviction time proc).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..keyspace.access import Lfu, idle_ms
 from ..util.rand import rng
@@ -40,8 +40,32 @@ from ..values.registry import of
 from .config import register_apply
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
+
     from ..keyspace.db import Db
-    from ..server import Server
+    from ..util.clock import Clock
+    from .config import Config
+    from .host import AppendLog
+
+
+class MemoryHost(Protocol):
+    """What memory accounting and eviction use of the server (server.py)."""
+
+    clock: Clock
+    config: Config
+    dbs: list[Db]
+    dirty: int
+    loading: bool
+    loop: asyncio.AbstractEventLoop | None
+    maxmemory: int
+    memory: Memory
+
+    @property
+    def aof(self) -> AppendLog | None: ...
+    @property
+    def busy_run(self) -> object: ...
+
 
 # used_memory_startup of an empty valkey-server 9.1 (measured): the base
 # every figure starts from, so that limits copied from a Valkey setup mean
@@ -101,6 +125,7 @@ class _Sampler:
         self.served += k
         if n <= k:
             return list(src)
+        found: list[bytes]
         if len(keys) <= k:
             found = [key for key in keys if key in src]
             if found:
@@ -108,6 +133,7 @@ class _Sampler:
             # A small snapshot of keys all gone since: take it again.
             keys = self.keys = list(src)
             self.served = k
+        found = []
         for _ in range(2):
             # Spread picks: the dict's order is the order of writes, which
             # a run of neighbours would mirror (Valkey's buckets are hashed).
@@ -123,7 +149,7 @@ class _Sampler:
 class Memory:
     """The dataset total, and evictions."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: MemoryHost) -> None:
         self.server = server
         self.tracking = False
         # Per database while tracking: key -> its estimate, the keys changed
@@ -131,7 +157,7 @@ class Memory:
         self.sizes: list[dict[bytes, int]] = []
         self.dirty: list[set[bytes]] = []
         self.sources: list[dict[bytes, Any] | None] = []
-        self._observers: list[Any] = []
+        self._observers: list[Callable[[bytes, bool], None]] = []
         self.total = 0
         self._cache: tuple[int, int, int] = (-1, -1, 0)
         self.evicted_keys = 0
@@ -161,7 +187,7 @@ class Memory:
         for i, db in enumerate(dbs):
             mark = self.dirty[i].add
 
-            def observer(key: bytes, by_client: bool, mark: Any = mark) -> None:
+            def observer(key: bytes, by_client: bool, mark: Callable[[bytes], None] = mark) -> None:
                 mark(key)
 
             self._observers.append(observer)
@@ -405,7 +431,7 @@ class Memory:
         self.pool = []
 
 
-def _apply_policy(server: Server, value: Any) -> None:
+def _apply_policy(server: MemoryHost, value: str) -> None:
     server.memory.apply_policy()
 
 

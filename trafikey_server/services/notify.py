@@ -25,11 +25,19 @@ hits pays nothing for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..keyspace.db import Db
-    from ..server import Server
+    from .pubsub import PubSub
+
+
+class NotifyHost(Protocol):
+    """What the notifications use of the server (server.py)."""
+
+    dbs: list[Db]
+    pubsub: PubSub
+
 
 # Valkey's NOTIFY_* bits (server.h).
 KEYSPACE = 1 << 0  # K
@@ -110,7 +118,7 @@ class Notify:
 
     __slots__ = ("server", "flags")
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: NotifyHost) -> None:
         self.server = server
         self.flags = 0
 

@@ -26,12 +26,29 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
-    from ..server import Server
+    from .blocking import Blocking
     from .client import Client
+    from .config import Config
+    from .host import Scripting
+
+
+class ObserveHost(Protocol):
+    """What MONITOR, SLOWLOG, COMMANDLOG and LATENCY use of the server (server.py)."""
+
+    blocking: Blocking
+    config: Config
+    loading: bool
+    observe_us: int
+    large_reply: int
+    large_request: int
+
+    @property
+    def scripting(self) -> Scripting: ...
+
 
 NEVER = 1 << 62
 # Valkey's SLOWLOG_ENTRY_MAX_ARGC / SLOWLOG_ENTRY_MAX_STRING.
@@ -152,7 +169,7 @@ def request_size(argv: list[bytes]) -> int:
 
 
 class Observer:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: ObserveHost) -> None:
         self.server = server
         self.monitors: list[Client] = []
         # SLOWLOG is COMMANDLOG's slow type.
@@ -260,7 +277,7 @@ class Observer:
             caller = getattr(run, "caller", None) if run is not None else None
             who = caller if caller is not None else c
         else:
-            if c.in_exec:
+            if c.in_exec and c.exec_argv is not None:
                 request = request_size(c.exec_argv)
                 reply_len += sum(map(len, c.exec_out))  # the transaction's reply so far
             elif self.large_request != NEVER:

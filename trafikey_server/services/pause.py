@@ -22,15 +22,25 @@ import asyncio
 import copy
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from .limits import apply_maxmemory
+from .limits import MemoryLimitHost, apply_maxmemory
 
 if TYPE_CHECKING:
-    from ..network.connection import Connection
+    from ..keyspace.db import Db
     from ..protocol.table import Command
-    from ..server import Server
     from .client import Client
+    from .host import Peer
+    from .observe import Observer
+
+
+class PauseHost(MemoryLimitHost, Protocol):
+    """What CLIENT PAUSE uses of the server (server.py)."""
+
+    dbs: list[Db]
+    loop: asyncio.AbstractEventLoop | None
+    observer: Observer
+
 
 # Commands whose script's flags say whether they write; other commands are
 # held for their write or may_replicate flag (Command.may_replicate).
@@ -38,12 +48,12 @@ _SCRIPTS = frozenset((b"eval", b"evalsha", b"fcall", b"eval_ro", b"evalsha_ro", 
 
 
 class Pause:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PauseHost) -> None:
         self.server = server
         self.end = 0.0  # monotonic seconds; 0 while nothing is paused
         self.all = False
         self.timer: asyncio.TimerHandle | None = None
-        self.waiting: list[Connection] = []
+        self.waiting: list[Peer] = []
         # Whether a script command writes, judged from the script's flags
         # (None: its flags do not say). The scripting engine sits above this
         # layer, so it hands the judgement in when the server is built.
@@ -110,5 +120,5 @@ class Pause:
                 return w
         return cmd.write or cmd.may_replicate
 
-    def hold(self, conn: Any) -> None:
+    def hold(self, conn: Peer) -> None:
         self.waiting.append(conn)

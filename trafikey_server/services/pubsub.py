@@ -23,7 +23,6 @@ from ..util.glob import match
 from .acl import refresh
 
 if TYPE_CHECKING:
-    from ..server import Server
     from .client import Client
 
 Subscribers = dict["Client", None]
@@ -52,7 +51,7 @@ class PubSub:
 
     __slots__ = ("server", "channels", "patterns", "shard_channels", "clients")
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: object) -> None:
         self.server = server
         self.channels: dict[bytes, Subscribers] = {}
         self.patterns: dict[bytes, Subscribers] = {}

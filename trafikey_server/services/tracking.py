@@ -27,16 +27,29 @@ whose ``hooks`` flag is set and while ``clients`` is non-zero.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from .acl import refresh
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from ..keyspace.db import Db
     from ..protocol.table import Command
-    from ..server import Server
     from .client import Client
+    from .config import Config
+
+
+class TrackingHost(Protocol):
+    """What client-side caching uses of the server (server.py)."""
+
+    clients: dict[int, Client]
+    config: Config
+    dbs: list[Db]
+    loop: asyncio.AbstractEventLoop | None
+
 
 _INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
 _RESP2_MESSAGE = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
@@ -91,7 +104,7 @@ def overlap(a: bytes, b: bytes) -> bool:
 
 
 class Tracking:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: TrackingHost) -> None:
         self.server = server
         # key -> ids of the clients that may cache it.
         self.table: dict[bytes, dict[int, None]] = {}

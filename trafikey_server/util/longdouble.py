@@ -49,7 +49,7 @@ _BIN_UNDER = _MIN_EXP - 63 - 2
 # process-wide guard we leave alone), and a long double can need ~5000:
 # convert in chunks below the limit instead.
 _CHUNK = 4000
-_CHUNK_POW = 10**_CHUNK
+_CHUNK_POW: int = 10**_CHUNK
 
 
 def _int_of(digits: bytes) -> int:
@@ -137,7 +137,7 @@ def _exact_hex(whole: bytes, frac: bytes, exp: bytes | None) -> Fraction | float
         # glibc rounds a hex significand to 64 bits before fitting it to
         # the subnormal grid: a second rounding, seen when the first lands
         # exactly halfway (e.g. 0x1.0000000000000001p-16446 reads as 0).
-        exact = _round(exact, subnormal=False)  # type: ignore[assignment]
+        return _round(exact, subnormal=False)
     return exact
 
 

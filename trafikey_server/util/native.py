@@ -64,7 +64,7 @@ def _fresh(name: str) -> bool:
     if not src.exists():
         return True
     try:
-        recorded = json.loads(MANIFEST.read_text()).get(name)
+        recorded: object = json.loads(MANIFEST.read_text()).get(name)
     except (OSError, ValueError):
         return False
     return recorded == source_hash(src)

@@ -12,18 +12,18 @@ outside the requested range. This replays that sequence on a Python list.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
-Cmp = Callable[[Any, Any], int]
+T = TypeVar("T")
 
 
-def pqsort(items: list[Any], cmp: Cmp, lo: int, hi: int) -> None:
+def pqsort(items: list[T], cmp: Callable[[T, T], int], lo: int, hi: int) -> None:
     """Sort ``items`` in place so that positions ``lo..hi`` (inclusive) hold
     what a full sort would put there."""
     _sort(items, 0, len(items), cmp, lo, hi)
 
 
-def _med3(v: list[Any], a: int, b: int, c: int, cmp: Cmp) -> int:
+def _med3(v: list[T], a: int, b: int, c: int, cmp: Callable[[T, T], int]) -> int:
     if cmp(v[a], v[b]) < 0:
         if cmp(v[b], v[c]) < 0:
             return b
@@ -33,12 +33,12 @@ def _med3(v: list[Any], a: int, b: int, c: int, cmp: Cmp) -> int:
     return a if cmp(v[a], v[c]) < 0 else c
 
 
-def _vecswap(v: list[Any], a: int, b: int, n: int) -> None:
+def _vecswap(v: list[T], a: int, b: int, n: int) -> None:
     for k in range(n):
         v[a + k], v[b + k] = v[b + k], v[a + k]
 
 
-def _sort(v: list[Any], a: int, n: int, cmp: Cmp, lo: int, hi: int) -> None:
+def _sort(v: list[T], a: int, n: int, cmp: Callable[[T, T], int], lo: int, hi: int) -> None:
     while True:
         if n < 7:
             for pm in range(a + 1, a + n):

@@ -22,7 +22,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:  # type: ignore[type-arg]
+def wait_port(port: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 20.0) -> None:
     """Until the server ``proc`` started accepts on ``port``; an exit or the
     timeout raises RuntimeError."""
     deadline = time.monotonic() + timeout

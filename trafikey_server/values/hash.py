@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import (
     T_HASH,
@@ -26,13 +26,13 @@ from ..protocol.rdbformat import (
     ziplist_entries,
 )
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
 
-class Hash(dict):  # type: ignore[type-arg]
+class Hash(dict[bytes, bytes]):
     """A hash: field -> value. ``big`` records Valkey's one-way switch from
     listpack to hashtable encoding, which OBJECT ENCODING reports.
 
@@ -169,7 +169,7 @@ def _make(fields: Iterable[tuple[bytes, bytes]], big: bool) -> Hash | None:
     return h if h else None  # Valkey drops an empty hash on load
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Hash | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> Hash | None:
     entries, value = server.hash_limits
     if t == T_HASH:
         n = r.plain_len()

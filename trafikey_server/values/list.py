@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import (
     T_LIST,
@@ -29,7 +29,7 @@ from ..protocol.rdbformat import (
 )
 from ..util.parsing import to_int
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
@@ -40,7 +40,7 @@ _UINT_MAX = (1 << 32) - 1
 _NO_SIZE = 1 << 64
 
 
-class List(deque):  # type: ignore[type-arg]
+class List(deque[bytes]):
     """A list: bytes elements, head at index 0. ``big`` is True in the
     quicklist encoding; ``nodes`` then follows Valkey's quicklist nodes as
     [count, listpack bytes, plain] (None once a middle write made them
@@ -370,21 +370,21 @@ def _rdb_save(v: List) -> tuple[int, bytes]:
     return T_LIST_QUICKLIST_2, b"".join(parts)
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> List | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> List | None:
     fill = server.list_limits[0]
     if t == T_LIST:
         n = r.plain_len()
         return loaded([r.string() for _ in range(n)], fill)
     if t == T_LIST_ZIPLIST:
         # Valkey's loader leaves this form a quicklist, whatever its size.
-        items = ziplist_entries(r.string())
-        if not items:
+        entries = ziplist_entries(r.string())
+        if not entries:
             return None
-        lst = List(items)
+        lst = List(entries)
         lst.big = True
         lst.fill = fill
         lst.nodes = deque()
-        for e in items:
+        for e in entries:
             _node_push(lst.nodes, fill, e, False)
         return lst
     count = r.plain_len()

@@ -12,12 +12,36 @@ Also here: the allocator arithmetic the MEMORY USAGE estimates share.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
+    from ..util.clock import Clock
+
+
+class Settings(Protocol):
+    """The server's configuration (services/config.py), read by name."""
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+
+class ValueHost(Protocol):
+    """What the value types read of the server (server.py): the listpack
+    thresholds (``listpack_limits`` below names them), the clock and the
+    settings."""
+
+    hash_limits: tuple[int, int]
+    list_limits: tuple[int, int]
+    set_limits: tuple[int, int]
+    zset_limits: tuple[int, int]
+    clock: Clock
+
+    @property
+    def config(self) -> Settings: ...
+
 
 # How many elements one command of an AOF rewrite carries (Valkey's
 # AOF_REWRITE_ITEMS_PER_CMD).
@@ -55,7 +79,7 @@ class ValueType:
     # RDB: (reader, type byte, key, server, has_ttl) -> the value as Valkey
     # would hold it once loaded, or None for a value Valkey drops on load (an
     # empty collection). ``server`` gives the listpack thresholds.
-    rdb_load: Callable[[Reader, int, bytes, Any, bool], Any]
+    rdb_load: Callable[[Reader, int, bytes, ValueHost, bool], Any]
     # AOF rewrite: (key, value) -> the commands that rebuild the value.
     aof_rewrite: Callable[[bytes, Any], Iterator[list[bytes]]]
     # The listpack thresholds writes consult, kept on the server as an

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice, pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import (
     LISTPACK_SAFE,
@@ -29,7 +29,7 @@ from ..protocol.rdbformat import (
 from ..util.parsing import to_int
 from ..util.rand import rng
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
@@ -41,7 +41,7 @@ _NAMES = (b"intset", b"listpack", b"hashtable")
 randrange = rng.randrange
 
 
-class SetValue(dict):  # type: ignore[type-arg]
+class SetValue(dict[bytes, None]):
     """A set: member -> None, in the order a listpack keeps; ``enc`` is
     Valkey's encoding (INTSET, LISTPACK, HASHTABLE).
 
@@ -153,7 +153,7 @@ def maybe_to_intset(s: SetValue, limits: tuple[int, int, int]) -> None:
         s.enc = INTSET
 
 
-def limits_of(server: Any) -> tuple[int, int, int]:
+def limits_of(server: ValueHost) -> tuple[int, int, int]:
     """(set-max-intset-entries, set-max-listpack-entries, -value)."""
     entries, value = server.set_limits
     return (server.config.values["set-max-intset-entries"], entries, value)
@@ -226,7 +226,7 @@ def _intset_members(blob: bytes, key: bytes) -> list[bytes]:
     return [b"%d" % x for x in nums]
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> SetValue | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> SetValue | None:
     limits = limits_of(server)
     if t == T_SET:
         n = r.plain_len()

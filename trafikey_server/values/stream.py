@@ -33,14 +33,14 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from ..protocol.rdbformat import RdbError, encode_len, encode_string
 from ..util.parsing import LLONG_MAX, int64
 from . import listpack as lp
 from .listpack import SMALL_INT_ENC, enc_int, enc_str, read, read_int, skip
-from .record import ValueType, alloc_size
+from .record import ValueHost, ValueType, alloc_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
@@ -76,9 +76,10 @@ F_SAMEFIELDS = 2
 # STREAM_LISTPACK_MAX_SIZE: a node's byte bound whatever the configuration.
 LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
+_T = TypeVar("_T")
 
 
-class Pel(dict):  # type: ignore[type-arg]
+class Pel(dict[int, "Nack"]):
     """A pending entries list: ID -> Nack, kept with its IDs sorted so the
     range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect instead of
     sorting. Every write goes through the methods below."""
@@ -103,7 +104,14 @@ class Pel(dict):  # type: ignore[type-arg]
         ids = self._ids
         del ids[bisect_left(ids, sid)]
 
-    def pop(self, sid: int, *default: Nack | None) -> Nack | None:  # type: ignore[override]
+    @overload
+    def pop(self, sid: int, /) -> Nack: ...
+    @overload
+    def pop(self, sid: int, default: Nack, /) -> Nack: ...
+    @overload
+    def pop(self, sid: int, default: _T, /) -> Nack | _T: ...
+
+    def pop(self, sid: int, *default: object) -> object:
         nack = dict.pop(self, sid, None)
         if nack is not None:
             ids = self._ids
@@ -113,13 +121,13 @@ class Pel(dict):  # type: ignore[type-arg]
             return default[0]
         raise KeyError(sid)
 
-    def setdefault(self, sid: int, nack: Nack) -> Nack:  # type: ignore[override]
+    def setdefault(self, sid: int, nack: Nack) -> Nack:
         if sid not in self:
             self[sid] = nack
         return dict.__getitem__(self, sid)
 
-    def update(self, *args: object, **kw: object) -> None:
-        for k, v in dict(*args, **kw).items():  # type: ignore[arg-type]
+    def update(self, other: Mapping[int, Nack] | Iterable[tuple[int, Nack]] = (), /) -> None:  # type: ignore[override]
+        for k, v in dict(other).items():
             self[k] = v
 
     def clear(self) -> None:
@@ -128,7 +136,9 @@ class Pel(dict):  # type: ignore[type-arg]
 
     def popitem(self) -> tuple[int, Nack]:
         sid = self._ids[-1]
-        return sid, self.pop(sid)  # type: ignore[return-value]
+        nack = dict.pop(self, sid)
+        self._ids.pop()
+        return sid, nack
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> list[int]:
         """The pending IDs within [start, end], ascending (descending when rev)."""
@@ -705,7 +715,7 @@ class Stream:
                 if maxlen is not None:
                     if self._len <= maxlen:
                         break
-                elif node.id_at(i) >= minid:  # type: ignore[operator]
+                elif minid is not None and node.id_at(i) >= minid:
                     break
                 if not body[offs[i]] & F_DELETED:
                     body[offs[i]] |= F_DELETED
@@ -940,7 +950,7 @@ def _read_id(r: Reader) -> int:
     return r.plain_len() << 64 | r.plain_len()
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> Stream:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> Stream:
     s = Stream()
     for _ in range(r.plain_len()):
         raw = r.string()

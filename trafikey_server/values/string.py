@@ -31,11 +31,11 @@ rest. This module keeps the rules, and takes no database.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.rdbformat import T_STRING, encode_string
 from ..util.parsing import to_int
-from .record import ValueType, alloc_size, sds_size
+from .record import ValueHost, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
@@ -110,7 +110,7 @@ def _rdb_save(v: bytes | bytearray) -> tuple[int, bytes]:
     return T_STRING, encode_string(v)
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> bytes | bytearray:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> bytes | bytearray:
     """A loaded string as Valkey's object ends up: embstr or raw by size,
     and raw when an expire is attached under a long key."""
     out = stored(key, r.string(), False)

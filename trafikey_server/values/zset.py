@@ -23,10 +23,10 @@ back from the end of the range on a skiplist.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from math import inf, nextafter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from sortedcontainers import SortedList
 
@@ -49,15 +49,44 @@ from ..protocol.rdbformat import (
 from ..util import native
 from ..util.floats import format_double
 from .listpack import blob, enc_str
-from .record import ITEMS_PER_CMD, ValueType, alloc_size, sds_size
+from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size, sds_size
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
 
+Entry = tuple[float, bytes]  # (score, member), the order of the index
+
+
+class ScoreIndex(Protocol):
+    """What a sorted set asks of its ordered index: the part of
+    sortedcontainers' SortedList it uses, which the compiled kernel's
+    ``ScoreIndex`` (values/cindex.pyx) implements alike. A bisection key
+    may be a bare ``(score,)``, which sorts before every ``(score, m)``."""
+
+    def add(self, value: Entry, /) -> None: ...
+    def remove(self, value: Entry, /) -> None: ...
+    def index(self, value: Entry, /) -> int: ...
+    def pop(self, index: int = -1, /) -> Entry: ...
+    def clear(self) -> None: ...
+    def bisect_left(self, key: Entry | tuple[float], /) -> int: ...
+    def bisect_right(self, key: Entry | tuple[float], /) -> int: ...
+    def islice(self, start: int | None = None, stop: int | None = None, reverse: bool = False) -> Iterator[Entry]: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> Entry: ...
+    def __delitem__(self, index: int | slice, /) -> None: ...
+    def __iter__(self) -> Iterator[Entry]: ...
+    def __reversed__(self) -> Iterator[Entry]: ...
+
+
 _k = native.load("values.cindex")
-# The ordered index class: anything built from (score, member) pairs.
-Index: type = SortedList if _k is None else _k.ScoreIndex
+# The ordered index class: built empty or from (score, member) pairs. The
+# kernel is loaded by name (util/native.py), so its type is stated here.
+class IndexClass(Protocol):
+    def __call__(self, iterable: Iterable[Entry] = ..., /) -> ScoreIndex: ...
+
+
+Index = cast(IndexClass, SortedList if _k is None else _k.ScoreIndex)
 
 # Lex range bound kinds: Valkey's shared.minstring ("-") and maxstring ("+"),
 # or a real string given as "[x" (inclusive) or "(x" (exclusive).
@@ -101,7 +130,7 @@ class ZSet:
 
     def __init__(self) -> None:
         self.scores: dict[bytes, float] = {}
-        self.index: SortedList = Index()
+        self.index: ScoreIndex = Index()
         self.big = False
 
     def __len__(self) -> int:
@@ -303,12 +332,12 @@ class ZSet:
         return n
 
 
-def _partition(index: SortedList, lo: int, hi: int, pred: object) -> int:
+def _partition(index: ScoreIndex, lo: int, hi: int, pred: Callable[[bytes], bool]) -> int:
     """First position in ``[lo, hi)`` whose member fails ``pred``, assuming
     pred holds on a prefix (a binary search, like a skiplist descent)."""
     while lo < hi:
         mid = (lo + hi) // 2
-        if pred(index[mid][1]):  # type: ignore[operator]
+        if pred(index[mid][1]):
             lo = mid + 1
         else:
             hi = mid
@@ -367,7 +396,7 @@ def _make(members: list[tuple[bytes, float]], big: bool) -> ZSet | None:
     return z if z else None  # Valkey drops an empty sorted set on load
 
 
-def _rdb_load(r: Reader, t: int, key: bytes, server: Any, has_ttl: bool) -> ZSet | None:
+def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -> ZSet | None:
     entries, value = server.zset_limits
     if t in (T_ZSET_2, T_ZSET):
         n = r.plain_len()

@@ -26,21 +26,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import manifest as mf
 from .effects import Rule, rule_for
 from .rewrite import Rewriter, write_snapshot
 
 if TYPE_CHECKING:
-    from ...network.connection import Connection
     from ...protocol.table import Command
-    from ...server import Server
     from ...services.client import Client
+    from ...services.host import Peer
+    from .host import PersistHost
 
 _MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 _EXEC = b"*1\r\n$4\r\nEXEC\r\n"
-_UNSET = object()
 
 
 def encode(argv: list[bytes]) -> bytes:
@@ -48,7 +47,7 @@ def encode(argv: list[bytes]) -> bytes:
 
 
 class Aof:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PersistHost) -> None:
         self.server = server
         cfg = server.config.values
         self.dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
@@ -61,8 +60,8 @@ class Aof:
         self.buf: list[bytes] = []
         self.selected = -1
         self.scheduled = False
-        self.held: list[tuple[Connection, bytes]] = []
-        self.held_conns: set[Connection] = set()
+        self.held: list[tuple[Peer, bytes]] = []
+        self.held_conns: set[Peer] = set()
         self.rules: dict[bytes, Rule | None] = {}
         # Sizes as INFO reports them.
         self.current_size = 0
@@ -131,14 +130,15 @@ class Aof:
 
     def feed(self, c: Client, cmd: Command, argv: list[bytes], reply: bytes) -> None:
         """A write command succeeded: log its effects."""
-        rule = self.rules.get(cmd.bname, _UNSET)
-        if rule is _UNSET:
+        try:
+            rule = self.rules[cmd.bname]
+        except KeyError:
             rule = self.rules[cmd.bname] = rule_for(cmd.bname)
         if rule is None:
             self.unit.append((c.db.id, argv))
         else:
             dbid = c.db.id
-            for e in rule(c, argv, reply):  # type: ignore[operator]
+            for e in rule(c, argv, reply):
                 self.unit.append((dbid, e))
         if self.depth == 0:
             self.close_unit()
@@ -226,7 +226,7 @@ class Aof:
 
     # -- replies held for always -------------------------------------------------------
 
-    def hold(self, conn: Connection, out: list[bytes]) -> bool:
+    def hold(self, conn: Peer, out: list[bytes]) -> bool:
         """Keep a connection's replies until this turn's records are
         written (and fsynced, under ``always``). False when they may go now."""
         if not (self.buf or self.unit or conn in self.held_conns):
@@ -375,7 +375,7 @@ class Aof:
 
     # -- INFO ------------------------------------------------------------------------------
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, int]:
         return {
             "aof_current_size": self.current_size,
             "aof_base_size": self.base_size,

@@ -20,12 +20,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ...services.client import Client
 from ...util.errors import CommandError
 from ..dispatch import resolve
 
 if TYPE_CHECKING:
-    from ...server import Server
+    from .host import PersistHost
 
 
 class AofLoadError(Exception):
@@ -125,9 +124,9 @@ def _first(data: bytes, pos: int) -> tuple[int, int, list[bytes]] | None:
 class Loader:
     """Replays files into a server whose log is not open yet."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PersistHost) -> None:
         self.server = server
-        self.client = Client(server, 0)
+        self.client = server.internal_client()
         self.client.name = b"aof-loader"
         self.queued: list[list[bytes]] | None = None
         self.commands = 0

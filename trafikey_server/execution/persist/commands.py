@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...services.config import register_apply
 from ...util.errors import CommandError
@@ -14,8 +14,8 @@ from .oneoff import rewrite_once
 from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
-    from ...server import Server
     from ...services.client import Client
+    from .host import PersistHost
 
 STARTED = b"+Background append only file rewriting started\r\n"
 
@@ -38,7 +38,7 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     return STARTED
 
 
-def apply_appendonly(server: Any, value: bool) -> None:
+def apply_appendonly(server: PersistHost, value: bool) -> None:
     """CONFIG SET appendonly: on starts the log with a rewrite of the
     keyspace (the new base), off flushes and closes it."""
     if server.loop is None:
@@ -59,7 +59,7 @@ def apply_appendonly(server: Any, value: bool) -> None:
     start_logging(server, aof, fresh)
 
 
-def aof_fields(s: Server) -> list[tuple[str, Any]]:
+def aof_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     """The aof_* lines of INFO persistence, in Valkey's order (the size
     lines follow only when the log is on)."""
     aof = s.aof
@@ -82,7 +82,7 @@ def aof_fields(s: Server) -> list[tuple[str, Any]]:
     ]
 
 
-def aof_size_fields(s: Server) -> list[tuple[str, Any]]:
+def aof_size_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     return [] if s.aof is None else list(s.aof.info().items())
 
 

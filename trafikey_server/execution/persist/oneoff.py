@@ -11,10 +11,10 @@ from . import manifest as mf
 from .rewrite import write_snapshot
 
 if TYPE_CHECKING:
-    from ...server import Server
+    from .host import PersistHost
 
 
-def rewrite_once(server: Server) -> None:
+def rewrite_once(server: PersistHost) -> None:
     cfg = server.config.values
     dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
     filename = cfg.get("appendfilename", "appendonly.aof")
@@ -43,7 +43,7 @@ def rewrite_once(server: Server) -> None:
     _reap(server, pid)
 
 
-def _reap(server: Server, pid: int) -> None:
+def _reap(server: PersistHost, pid: int) -> None:
     done, _ = os.waitpid(pid, os.WNOHANG)
     if done == 0 and server.loop is not None:
         server.loop.call_later(0.05, _reap, server, pid)

@@ -40,7 +40,8 @@ import struct
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from ...protocol.rdbformat import T_HASH_2, RdbError, Reader, Truncated, encode_len, encode_string
+from ...protocol.rdbformat import T_HASH_2, Reader, Truncated, encode_len, encode_string
+from ...protocol.rdbformat import RdbError as RdbError  # the loaders' error, raised from here too
 from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
@@ -48,7 +49,7 @@ from ...values.registry import BY_CLASS, BY_RDB_TYPE
 from ..scripting.engine import ScriptError
 
 if TYPE_CHECKING:
-    from ...server import Server
+    from .host import PersistHost
 
 RDB_VERSION = 11
 MAGIC = b"REDIS%04d" % RDB_VERSION
@@ -109,7 +110,7 @@ class _Sink:
             self.buf = bytearray()
 
 
-def write(server: Server, out: IO[bytes]) -> int:
+def write(server: PersistHost, out: IO[bytes]) -> int:
     """Stream the keyspace to out as an RDB file; the number of keys written.
 
     Keys past their expiry are written too (as Valkey does); the loader
@@ -148,11 +149,11 @@ def write(server: Server, out: IO[bytes]) -> int:
     return keys
 
 
-def _has_field_ttls(server: Server) -> bool:
+def _has_field_ttls(server: PersistHost) -> bool:
     return any(db.has_field_ttls() for db in server.dbs if db.volatile)
 
 
-def dump(server: Server) -> bytes:
+def dump(server: PersistHost) -> bytes:
     import io
 
     buf = io.BytesIO()
@@ -176,7 +177,7 @@ class Loaded:
         self.version = 0
 
 
-def _read_value(r: Reader, t: int, key: bytes, server: Server, has_ttl: bool) -> Any:
+def _read_value(r: Reader, t: int, key: bytes, server: PersistHost, has_ttl: bool) -> Any:
     """The value of type byte t, as its type loads it (None: Valkey drops it)."""
     vt = BY_RDB_TYPE.get(t)
     if vt is not None:
@@ -188,7 +189,7 @@ def _read_value(r: Reader, t: int, key: bytes, server: Server, has_ttl: bool) ->
                    "serve; remove it from the source server or load the file into Valkey")
 
 
-def parse(server: Server, data: bytes, check: bool = True) -> Loaded:
+def parse(server: PersistHost, data: bytes, check: bool = True) -> Loaded:
     """Everything in data, checked, without touching the server."""
     res = Loaded()
     if len(data) < 9:
@@ -307,7 +308,7 @@ def _checksum_state(data: bytes, n: int) -> tuple[bool | None, int]:
     return crc_update(0, memoryview(data)[:n - 8]) == stored_crc, stored_crc
 
 
-def install(server: Server, res: Loaded, functions: bytes = b"flush") -> None:
+def install(server: PersistHost, res: Loaded, functions: bytes = b"flush") -> None:
     """Put a parsed file's libraries and keys into the server (keys merged
     into what the databases hold; callers empty them first).
 
@@ -345,7 +346,7 @@ def install(server: Server, res: Loaded, functions: bytes = b"flush") -> None:
             db.events = events
 
 
-def load(server: Server, source: bytes | str | os.PathLike[str], check: bool | None = None) -> Loaded:
+def load(server: PersistHost, source: bytes | str | os.PathLike[str], check: bool | None = None) -> Loaded:
     """Parse a file (a path, or its bytes) and install its keys."""
     if isinstance(source, (bytes, bytearray)):
         data = bytes(source)

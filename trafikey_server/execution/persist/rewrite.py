@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...protocol.resp import bulks as encode
@@ -29,11 +30,11 @@ from ...values.registry import BY_CLASS
 from . import manifest as mf
 
 if TYPE_CHECKING:
-    from ...server import Server
     from .aof import Aof
+    from .host import PersistHost
 
 
-def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
+def snapshot_records(server: PersistHost) -> Iterator[bytes]:
     """The keyspace as commands, in chunks of bytes."""
     libs = server.scripting.libraries.libraries
     for lib in libs.values():
@@ -61,7 +62,7 @@ def snapshot_records(server: Server):  # type: ignore[no-untyped-def]
             yield b"".join(out)
 
 
-def write_snapshot(server: Server, path: str) -> int:
+def write_snapshot(server: PersistHost, path: str) -> int:
     """Write the keyspace to path and fsync it; its size."""
     size = 0
     with open(path, "wb", buffering=1 << 20) as f:

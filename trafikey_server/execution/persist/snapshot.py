@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from . import rdb
 
 if TYPE_CHECKING:
-    from ...server import Server
+    from .host import PersistHost
 
 # Valkey's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, the
 # save rules wait this long before the next attempt.
@@ -31,7 +31,7 @@ RETRY_DELAY = 5
 
 
 class Snapshots:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: PersistHost) -> None:
         self.server = server
         now = time.time()
         self.lastsave = int(now)
@@ -53,7 +53,8 @@ class Snapshots:
 
     def path(self) -> str:
         v = self.server.config.values
-        return os.path.join(v["dir"], v["dbfilename"])
+        path: str = os.path.join(v["dir"], v["dbfilename"])
+        return path
 
     def _temp(self, pid: int) -> str:
         return os.path.join(self.server.config.values["dir"], f"temp-{pid}.rdb")
@@ -258,7 +259,7 @@ class Snapshots:
         return False
 
 
-def aof_present(server: Server) -> bool:
+def aof_present(server: PersistHost) -> bool:
     """Whether an append-only log exists where this configuration looks for
     one (a manifest in ``appenddirname`` or a single legacy file)."""
     v = server.config.values
@@ -268,7 +269,7 @@ def aof_present(server: Server) -> bool:
     return os.path.exists(manifest) or os.path.exists(os.path.join(d, name))
 
 
-def load_at_startup(server: Server) -> bool:
+def load_at_startup(server: PersistHost) -> bool:
     """Load the snapshot before the server accepts clients, unless the
     append-only log is on and present (then it is the log that holds the
     data, and its loader runs instead). True if a snapshot was loaded."""

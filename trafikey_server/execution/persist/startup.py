@@ -21,11 +21,11 @@ from .aofload import AofLoadError, Loader
 from .snapshot import load_at_startup as load_snapshot
 
 if TYPE_CHECKING:
-    from ...server import Server
+    from .host import PersistHost
 
 
 
-def load_at_startup(server: Server) -> None:
+def load_at_startup(server: PersistHost) -> None:
     """Fill the keyspace from disk; open the log when appendonly is on.
     Raises AofLoadError when start-up must stop."""
     # The snapshot loader itself stands aside when a log is on and present.
@@ -37,7 +37,7 @@ def load_at_startup(server: Server) -> None:
     start_logging(server, aof, manifest)
 
 
-def start_logging(server: Server, aof: Aof, manifest: mf.Manifest | None) -> None:
+def start_logging(server: PersistHost, aof: Aof, manifest: mf.Manifest | None) -> None:
     aof.open(manifest)
     server.aof = aof
     for db in server.dbs:
@@ -45,7 +45,7 @@ def start_logging(server: Server, aof: Aof, manifest: mf.Manifest | None) -> Non
         db.on_fields_expire = aof.fields_expired
 
 
-def stop_logging(server: Server) -> None:
+def stop_logging(server: PersistHost) -> None:
     aof = server.aof
     if aof is None:
         return
@@ -56,7 +56,7 @@ def stop_logging(server: Server) -> None:
     aof.close()
 
 
-def _load_aof(server: Server, aof: Aof) -> mf.Manifest | None:
+def _load_aof(server: PersistHost, aof: Aof) -> mf.Manifest | None:
     log = server.log
     path = os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX)
     try:
@@ -85,7 +85,7 @@ def _load_aof(server: Server, aof: Aof) -> mf.Manifest | None:
     return manifest
 
 
-def _replay(server: Server, paths: list[str]) -> None:
+def _replay(server: PersistHost, paths: list[str]) -> None:
     loader = Loader(server)
     clock = server.clock
     saved = clock.frozen_ms

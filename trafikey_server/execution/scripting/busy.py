@@ -27,11 +27,53 @@ from __future__ import annotations
 import os
 import select
 import socket
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ...server import Server
+    import asyncio
+
+    from ...services.client import Client
+    from ...services.host import Transport
     from .engine import Run
+
+
+class BusyConnection(Protocol):
+    """A client's connection (network/connection.py), fed here by hand."""
+
+    transport: Transport | None
+
+    @property
+    def client(self) -> Client | None: ...
+
+    def connection_made(self, transport: Any) -> None: ...
+    def connection_lost(self, exc: Exception | None) -> None: ...
+    def data_received(self, data: bytes) -> None: ...
+
+
+class BusyListener(Protocol):
+    """A listening socket (network/listener.py)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def pending(self) -> Mapping[socket.socket, BusyConnection]: ...
+
+    def fileno(self) -> int: ...
+    def accept_raw(self, transport: Callable[[socket.socket], object]) -> None: ...
+
+
+class BusyHost(Protocol):
+    """What the busy-script loop uses of the server (server.py)."""
+
+    busy_run: Run | None
+    stopping: asyncio.Event | None
+
+    @property
+    def connections(self) -> Mapping[int, BusyConnection]: ...
+    @property
+    def listeners(self) -> Sequence[BusyListener]: ...
+
 
 _READ = 1 << 16
 
@@ -83,7 +125,7 @@ class DirectWriter:
     are written to the socket here, at once. Used only when the transport
     has nothing buffered, so nothing can overtake earlier replies."""
 
-    def __init__(self, fd: int, real: Any) -> None:
+    def __init__(self, fd: int, real: Transport) -> None:
         self.fd = fd
         self.real = real
         self.closing = False
@@ -118,7 +160,7 @@ class DirectWriter:
 
 
 class Busy:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: BusyHost) -> None:
         self.server = server
 
     def serve(self, run: Run) -> None:
@@ -126,8 +168,8 @@ class Busy:
         server = self.server
         server.busy_run = run
         caller = run.caller
-        fds: dict[int, Any] = {}
-        listeners = {}
+        fds: dict[int, BusyConnection] = {}
+        listeners: dict[int, BusyListener] = {}
         for lst in server.listeners:
             if lst.kind == "tls":
                 continue
@@ -140,11 +182,12 @@ class Busy:
                     fds[sock.fileno()] = conn
         for conn in list(server.connections.values()):
             c = conn.client
-            if c is None or c is caller or c.fd < 0 or c.closing or isinstance(conn.transport, RawTransport):
+            t = conn.transport
+            if c is None or c is caller or c.fd < 0 or c.closing or t is None or isinstance(t, RawTransport):
                 continue
-            if conn.transport.get_write_buffer_size():
+            if t.get_write_buffer_size():
                 continue  # earlier replies still queued: this one waits for the script
-            if conn.transport.get_extra_info("sslcontext") is not None:
+            if t.get_extra_info("sslcontext") is not None:
                 continue  # TLS: records for the loop's transport to read
             fds[c.fd] = conn
         try:
@@ -152,9 +195,9 @@ class Busy:
         except (OSError, ValueError):
             return
         for fd in ready:
-            lst = listeners.get(fd)
-            if lst is not None:
-                self._accept(lst, lst.connection_class)
+            listening = listeners.get(fd)
+            if listening is not None:
+                listening.accept_raw(RawTransport)
                 continue
             conn = fds[fd]
             try:
@@ -164,6 +207,8 @@ class Busy:
             except OSError:
                 data = b""
             real = conn.transport
+            if real is None:
+                continue
             if not data:
                 if isinstance(real, RawTransport):
                     real.closed = True
@@ -176,8 +221,10 @@ class Busy:
                 if real.closed and conn.client is not None:
                     conn.connection_lost(None)
                 continue
+            c = conn.client
+            assert c is not None  # a connection the loop announced (not raw)
             direct = DirectWriter(fd, real)
-            conn.transport = conn.client.transport = direct
+            conn.transport = c.transport = direct
             try:
                 conn.data_received(data)
             finally:
@@ -188,15 +235,6 @@ class Busy:
                 real.close()
         if server.stopping is not None and server.stopping.is_set():
             run.killed = run.shutdown = True  # SHUTDOWN NOSAVE: the script ends so the server can
-
-    def _accept(self, lst: Any, factory: Any) -> None:
-        sock = lst.accept_one()
-        if sock is None:
-            return
-        conn = factory(self.server)
-        conn.connection_made(RawTransport(sock))
-        lst.pending[sock] = conn
-        lst.hand_over(lst.loop, conn, sock)
 
     def done(self, run: Run) -> None:
         """The script ended: the event loop takes over again. Connections

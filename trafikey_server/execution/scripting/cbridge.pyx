@@ -10,7 +10,7 @@ arrays holding RESP3 nulls), exactly as engine.py's pure code makes them,
 and everything rare (doubles, formatting a non-integral number, an integer
 too long for C) goes through the same Python calls the pure code makes.
 engine.py's ``_argv``, ``decode`` and ``_parse`` are the reference: a
-hypothesis test (tests/scripting/test_cbridge.py) holds the two alike.
+hypothesis test (tests/commands/scripting/test_cbridge.py) holds the two alike.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lupa import lua51
 
@@ -45,9 +45,35 @@ from ..dispatch import call
 from . import lualib
 
 if TYPE_CHECKING:
-    from ...protocol.table import Command
-    from ...server import Server
+    from ...protocol.table import Command, Table
+    from ...services.acl import Acl
+    from ...services.config import Config
+    from ...services.memory import Memory
+    from ...util.clock import Clock
+    from ...util.log import Log
+    from ..persist.aof import Aof
+    from .busy import Busy
     from .library import Libraries
+
+
+class EngineHost(Protocol):
+    """What scripting uses of the server (server.py)."""
+
+    acl: Acl
+    aof: Aof | None
+    busy: Busy
+    clock: Clock
+    config: Config
+    log: Log
+    maxmemory: int
+    memory: Memory
+    noreplicas: bool
+    slot_checks: bool
+    table: Table
+
+    def count_error(self, msg: bytes) -> None: ...
+    def internal_client(self) -> Client: ...
+
 
 PRELUDE = Path(__file__).with_name("prelude.lua")
 
@@ -254,7 +280,7 @@ def _lrand48_seed(seed: int) -> int:
 
 
 class Engine:
-    def __init__(self, server: Server, libraries: Callable[[Engine], Libraries]) -> None:
+    def __init__(self, server: EngineHost, libraries: Callable[[Engine], Libraries]) -> None:
         """``libraries`` builds the FUNCTION side (library.Libraries, which
         is built on this module), given this engine."""
         self.server = server
@@ -262,7 +288,7 @@ class Engine:
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
         )
         lualib.install(self.lua)
-        self.client = Client(server, 0)
+        self.client = server.internal_client()
         self.client.in_script = True
         self.run: Run | None = None
         self.scripts: dict[bytes, Script] = {}
@@ -300,7 +326,9 @@ class Engine:
         })
         internal = table_from([n.encode() for n in sorted(lualib.LIBRARY_SOURCES)])
         fns = self.lua.execute(PRELUDE.read_bytes(), py, versions, internal, name="=prelude")
-        self._run = fns[b"run"]
+        # run(function, name, is_fcall, resp, hook, nkeys, *args) -> (reply, its error
+        # replies (a Lua table indexed from 1) or nil, whether the call failed)
+        self._run: Callable[..., tuple[bytes, Any, bool]] = fns[b"run"]
         self._compile = fns[b"compile"]
         self._load_library = fns[b"load_library"]
         self._argmsg = fns[b"argmsg"]
@@ -367,7 +395,7 @@ class Engine:
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
         argv = _script_argv(args)
-        if type(argv) is bytes:
+        if isinstance(argv, bytes):
             return 3, argv
         cmd = self.server.table.fast.get(argv[0])
         if cmd is None:
@@ -519,7 +547,7 @@ class Engine:
 
     def _api_acl_check(self, *args: Any) -> bool:
         argv = _argv(args)
-        if type(argv) is bytes:
+        if isinstance(argv, bytes):
             raise Raise(argv)
         cmd = self._lookup(argv, strict=True)
         if cmd is None:
