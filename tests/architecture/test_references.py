@@ -78,8 +78,7 @@ def prose_of_module(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def prose_of_doc(path: Path) -> Iterator[tuple[int, str]]:
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        yield i, line
+    yield from enumerate(path.read_text().splitlines(), 1)
 
 
 def sources(files: list[str]) -> Iterator[tuple[str, Iterator[tuple[int, str]]]]:
