@@ -1,6 +1,6 @@
 """Write trafikey.conf, the documented config file, from the option table.
 
-Every option the server accepts (trafikey_server/config.py) is listed with
+Every option the server accepts (trafikey_server/services/config.py) is listed with
 its kind, range or choices, aliases and default, as a commented-out line in
 the syntax CONFIG REWRITE writes, so uncommenting a line changes nothing
 until its value is edited. A test fails when the file and the table
