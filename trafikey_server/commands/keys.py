@@ -269,8 +269,9 @@ def _rename(c: Client, argv: list[bytes], nx: bool) -> bytes:
             return ZERO
         db.delete(dst)
     when = db.ttl_ms(src)
+    marked = db.float_int(src, value)
     db.delete(src)
-    db.place(dst, value, db, src, when)
+    db.place(dst, value, src, when, marked)
     db.notify(b"rename_from", src)
     db.notify(b"rename_to", dst)
     return ONE if nx else OK
@@ -331,7 +332,7 @@ def copy(c: Client, argv: list[bytes]) -> bytes:
         dst_db.delete(dst)
     clone = _clone(value)
     db.drop_expired_fields(clone)
-    dst_db.place(dst, clone, db, src, db.ttl_ms(src))
+    dst_db.place(dst, clone, src, db.ttl_ms(src), db.float_int(src, clone))
     dst_db.notify(b"copy_to", dst)
     return ONE
 
@@ -348,8 +349,9 @@ def move(c: Client, argv: list[bytes]) -> bytes:
     if dst_db.get(key) is not None:
         return ZERO
     when = db.ttl_ms(key)
+    marked = db.float_int(key, value)
     db.delete(key)
-    dst_db.place(key, value, db, key, when)
+    dst_db.place(key, value, key, when, marked)
     db.notify(b"move_from", key)
     dst_db.notify(b"move_to", key)
     return ONE

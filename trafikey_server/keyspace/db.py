@@ -242,6 +242,8 @@ class Db:
             self.access[key] = self.lfu.fresh()
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
+        if self.float_ints is not None:  # an INCRBYFLOAT mark is for the value it was made for
+            self._forget_float_int(key)
         if self.signalled:
             self._signal(key)
         if waited:
@@ -261,6 +263,8 @@ class Db:
         if type(value) is Hash and value.ttl is not None:
             self.track_fields(key, min(value.ttl.values()))
         self.access[key] = self.clock.lru if self.lfu is None else self.lfu.fresh()
+        if self.float_ints is not None:
+            self._forget_float_int(key)
         if self.signalled and signal:
             self._signal(key)
         if self.blocking:
@@ -310,6 +314,8 @@ class Db:
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
+        if self.float_ints is not None:
+            self._forget_float_int(key)
         if self.signalled:
             self._signal(key)
         if self.blocking:
@@ -335,37 +341,15 @@ class Db:
     def set_string(self, key: bytes, v: bytes | bytearray, event: bytes | None = b"set",
                    keep_ttl: bool = False) -> None:
         """Store a string under key, replacing any value (SET and its kin;
-        Valkey's setKey then ``event``): a client's bytes made raw where
-        Valkey's object would be, the TTL dropped unless keep_ttl. It
-        repeats set()'s lines instead of calling it: SET is the commonest
-        write."""
+        Valkey's setKey, then ``event``): a client's bytes made raw where
+        Valkey's object would be, the TTL dropped unless keep_ttl."""
         if len(key) + len(v) > SURELY_EMBSTR and type(v) is bytes:
             v = stored(key, v, key in self.expires and self.get(key) is not None)
-        events = self.events
-        if events is not None:
-            events.storing(self, key)
-        waited = self.blocking and key in self.blocking
-        added = waited and (key not in self.data or self.key_is_expired(key))
-        self.data[key] = v
-        if self.lfu is None:
-            self.access[key] = self.clock.lru
-        elif key in self.access:
-            self.lfu.hit(self.access, key)
-        else:
-            self.access[key] = self.lfu.fresh()
-        if not keep_ttl and self.expires:
-            self.expires.pop(key, None)
-        if self.signalled:
-            self._signal(key)
-        if waited:
-            if added:
-                self._ready(key)
-            else:
-                self._gone(key)
-        if self.float_ints is not None:
-            self._forget_float_int(key)
-        if event is not None and events is not None:
-            events.emit(self, event, key)
+        self.set(key, v, keep_ttl)
+        if event is not None:
+            events = self.events
+            if events is not None:
+                events.emit(self, event, key)
 
     def add_string(self, key: bytes, v: bytes | bytearray, event: bytes | None, signal: bool = True) -> None:
         """Store a string under a key known to be absent (Valkey's dbAdd),
@@ -373,8 +357,6 @@ class Db:
         if type(v) is bytes and len(key) + len(v) > SURELY_EMBSTR:
             v = stored(key, v, False)
         self.add(key, v, signal)
-        if self.float_ints is not None:
-            self._forget_float_int(key)
         if event is not None:
             events = self.events
             if events is not None:
@@ -383,33 +365,15 @@ class Db:
     def set_int(self, key: bytes, text: bytes, exists: bool, event: bytes | None) -> None:
         """A counter's new integer text under key (INCR and its kin): in
         place of the value, TTL kept, when ``exists``, else added; then
-        ``event``. Like set_string it repeats set()'s lines (keep_ttl)."""
-        events = self.events
+        ``event``."""
         if exists:
-            if events is not None:
-                events.storing(self, key)
-            waited = self.blocking and key in self.blocking
-            added = waited and (key not in self.data or self.key_is_expired(key))
-            self.data[key] = text
-            if self.lfu is None:
-                self.access[key] = self.clock.lru
-            elif key in self.access:
-                self.lfu.hit(self.access, key)
-            else:
-                self.access[key] = self.lfu.fresh()
-            if self.signalled:
-                self._signal(key)
-            if waited:
-                if added:
-                    self._ready(key)
-                else:
-                    self._gone(key)
+            self.set(key, text, True)
         else:
             self.add(key, text)
-        if self.float_ints is not None:
-            self._forget_float_int(key)
-        if event is not None and events is not None:
-            events.emit(self, event, key)
+        if event is not None:
+            events = self.events
+            if events is not None:
+                events.emit(self, event, key)
 
     def unshare_string(self, key: bytes, v: bytes | bytearray, signal: bool = True) -> bytearray:
         """The string under key as a bytearray stored there, for an edit in
@@ -423,8 +387,8 @@ class Db:
             self.set(key, b, keep_ttl=True)
         else:
             self.data[key] = b
-        if self.float_ints is not None:
-            self._forget_float_int(key)
+            if self.float_ints is not None:
+                self._forget_float_int(key)
         return b
 
     def mark_float_int(self, key: bytes) -> None:
@@ -461,8 +425,6 @@ class Db:
             v = self.data.get(key)
             if type(v) is bytes and self.string_encoding(key, v) == b"embstr":
                 self.set(key, bytearray(v), keep_ttl=True)
-                if self.float_ints is not None:
-                    self._forget_float_int(key)
 
     def expire_at(self, key: bytes, when_ms: int) -> None:
         """A command gives the live key an expiry (EXPIRE, SET EX, GETEX
@@ -474,20 +436,22 @@ class Db:
         if events is not None:
             events.emit(self, b"expire", key)
 
-    def place(self, key: bytes, value: Any, src: Db, src_key: bytes, when: int | None) -> None:
-        """Store value, taken from src_key of src (RENAME, COPY, MOVE), under
-        key with the expiry ``when``, as Valkey's dbAdd + setExpire: a string
-        is re-created with its new key embedded, and an INCRBYFLOAT mark
-        goes along (the source's own is cleared by its next write)."""
+    def float_int(self, key: bytes, value: object) -> bool:
+        """Whether value, under key, is INCRBYFLOAT's integer-looking text
+        (embstr in Valkey): what a rename, move or copy carries along."""
+        t = self.float_ints
+        return t is not None and t.get(key) is value
+
+    def place(self, key: bytes, value: Any, src_key: bytes, when: int | None, float_int: bool) -> None:
+        """Store value, taken from src_key (RENAME, COPY, MOVE; the caller
+        asks ``float_int`` of the source first), under key with the expiry
+        ``when``, as Valkey's dbAdd + setExpire: a string is re-created with
+        its new key embedded, and an INCRBYFLOAT mark goes along."""
         if value.__class__ is bytes and key != src_key:
             value = rekeyed(key, value)
         self.set(key, value)
-        if src.float_ints is not None or self.float_ints is not None:
-            t = src.float_ints
-            was = t is not None and t.get(src_key) is value
-            self._forget_float_int(key)
-            if was:
-                self.mark_float_int(key)
+        if float_int:
+            self.mark_float_int(key)
         if when is not None:
             self.before_expire(key)
             self.set_expire(key, when)
@@ -574,6 +538,8 @@ class Db:
         del self.data[key]
         del self.expires[key]
         self.access.pop(key, None)
+        if self.float_ints is not None:
+            self._forget_float_int(key)
         if self.events:
             self.events.emit(self, b"expired", key)
         if self.on_expire is not None:

@@ -22,7 +22,8 @@ def state(w: Wire) -> list[tuple[bytes, ...]]:
     for k in sorted(keys.split(b"\r\n")[2::2]):
         t = w.call("TYPE", k)
         v = w.call("GET", k) if t.endswith(b"string\r\n") else b""
-        out.append((k, t, w.call("OBJECT", "ENCODING", k), v, w.call("PTTL", k)[:2]))
+        pttl = w.call("PTTL", k)  # -1 (none) or -2, else a TTL: its digits tick on
+        out.append((k, t, w.call("OBJECT", "ENCODING", k), v, pttl if pttl.startswith(b":-") else b"ttl"))
     return out
 
 

@@ -535,6 +535,27 @@ def test_incr_keeps_ttl(pair) -> None:
     assert_ttl_close(pair, "n")
 
 
+def test_an_incrbyfloat_mark_dies_with_its_key(pair) -> None:
+    """INCRBYFLOAT's "3" is embstr in Valkey; once that key is deleted or
+    replaced by another write, a "3" stored under it again is int. (The
+    one-byte value is one shared object in CPython, so a mark kept past its
+    key would claim the new value.)"""
+    pair.check("SET", "k", "1.5")
+    pair.check("INCRBYFLOAT", "k", "1.5")
+    assert pair.check("OBJECT", "ENCODING", "k") == b"$6\r\nembstr\r\n"
+    payload = pair.v.call("DUMP", "k")
+    assert pair.t.call("DUMP", "k") == payload
+    body = payload.split(b"\r\n", 1)[1][:-2]
+    pair.check("DEL", "k")
+    pair.check("RESTORE", "k", "0", body)
+    assert pair.check("OBJECT", "ENCODING", "k") == b"$3\r\nint\r\n"
+    pair.check("INCRBYFLOAT", "k", "0")
+    pair.check("OBJECT", "ENCODING", "k")
+    pair.check("LPUSH", "j", "a")
+    pair.check("RESTORE", "k", "0", body, "REPLACE")
+    assert pair.check("OBJECT", "ENCODING", "k") == b"$3\r\nint\r\n"
+
+
 def test_incrbyfloat(pair23) -> None:
     run(pair23, """
         INCRBYFLOAT f 10.5
