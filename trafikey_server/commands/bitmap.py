@@ -297,9 +297,7 @@ def bitop(c: Client, argv: list[bytes]) -> bytes:
     if not maxlen:
         # Valkey's dbDelete: a destination still stored goes even past its
         # expiry, and the event is ``del``, not ``expired``.
-        changed = db.delete_stored(dest)
-        if changed:
-            db.notify(b"del", dest)
+        changed = db.delete_destination(dest)
         _changed_bitop(c, argv, changed)
         return ZERO
     if op == b"not":

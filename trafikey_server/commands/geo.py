@@ -495,11 +495,8 @@ def _store(c: Client, argv: list[bytes], dst: bytes, pairs: list[tuple[float, by
         out.big = len(pairs) > entries or max(len(m) for _, m in pairs) > value
         for s, m in pairs:
             out.add(m, s)
-        db.set(dst, out)
-        db.notify(b"geosearchstore" if flags & _SEARCH else b"georadiusstore", dst)
-    elif db.delete_stored(dst):
-        db.notify(b"del", dst)
-    else:
+        db.store(dst, out, b"geosearchstore" if flags & _SEARCH else b"georadiusstore")
+    elif not db.delete_destination(dst):
         c.server.dirty -= 1
         return ZERO
     c.server.dirty += len(pairs) - 1 if pairs else 0

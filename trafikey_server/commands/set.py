@@ -257,10 +257,9 @@ def _result(members: list[bytes], limits: tuple[int, int, int], enc: int = INTSE
 def _store(c: Client, dst: bytes, r: SetValue, event: bytes) -> bytes:
     db = c.db
     if r:
-        db.set(dst, r)
-        db.notify(event, dst)
-    elif db.delete_stored(dst):
-        db.notify(b"del", dst)
+        db.store(dst, r, event)
+    else:
+        db.delete_destination(dst)
     return integer(len(r))
 
 

@@ -358,11 +358,8 @@ def _store(c: Client, argv: list[bytes], store: bytes, items: list[bytes], outpu
     if outputlen:
         c.server.dirty += outputlen - 1  # Valkey counts each element stored
         lst = loaded(items, c.server.list_limits[0])
-        db.set(store, lst)
-        db.notify(b"sortstore", store)
-    elif db.delete_stored(store):
-        db.notify(b"del", store)
-    else:
+        db.store(store, lst, b"sortstore")
+    elif not db.delete_destination(store):
         c.server.dirty -= 1
         return integer(0)  # nothing changed: nothing to log
     # Logged as sent, and only when it changed the keyspace (Valkey

@@ -449,8 +449,7 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
     order, as Valkey does, so the listpack/skiplist switch (and the -0 a
     listpack cannot hold) happen at the same member."""
     if not pairs:
-        if c.db.delete_stored(dst):
-            c.db.notify(b"del", dst)
+        c.db.delete_destination(dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -461,8 +460,7 @@ def _store_range(c: Client, dst: bytes, pairs: list[tuple[float, bytes]], sized:
         if not out.big and (len(out) + 1 > entries or len(m) > value):
             out.big = True
         out.add(m, s)
-    c.db.set(dst, out)
-    c.db.notify(b"zrangestore", dst)
+    c.db.store(dst, out, b"zrangestore")
     return integer(len(out))
 
 
@@ -872,8 +870,7 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
     """Valkey builds the result as a skiplist and turns it into a listpack
     if it is small enough, which is also when a -0 score becomes 0."""
     if not result:
-        if c.db.delete_stored(dst):
-            c.db.notify(b"del", dst)
+        c.db.delete_destination(dst)
         return ZERO
     entries, value = zset_limits(c)
     out = ZSet()
@@ -883,6 +880,5 @@ def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes
         result = {m: (0.0 if s == 0.0 else s) for m, s in result.items()}
     out.scores = result
     out.index = Index((s, m) for m, s in result.items())
-    c.db.set(dst, out)
-    c.db.notify(event, dst)
+    c.db.store(dst, out, event)
     return integer(len(out))

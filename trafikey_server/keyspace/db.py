@@ -330,6 +330,25 @@ class Db:
             self.expires.pop(key)
         return self.delete(key)
 
+    def store(self, key: bytes, value: Any, event: bytes) -> None:
+        """A STORE command's result replaces whatever key held (setKey),
+        then ``event``."""
+        self.set(key, value)
+        events = self.events
+        if events is not None:
+            events.emit(self, event, key)
+
+    def delete_destination(self, key: bytes) -> bool:
+        """A STORE command's empty result (ZUNIONSTORE, SINTERSTORE, SORT
+        STORE, BITOP, GEOSEARCHSTORE ...): its destination deleted, as
+        ``delete_stored``, and ``del`` raised if it was there."""
+        if self.delete_stored(key):
+            events = self.events
+            if events is not None:
+                events.emit(self, b"del", key)
+            return True
+        return False
+
     def replace(self, key: bytes, value: Any) -> None:
         """Put an equal copy in place of a live key's value (Valkey's
         dbReplaceValue, as dbUnshareStringValue uses it before an in-place
