@@ -191,7 +191,7 @@ class Db:
         if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
             self._expire(key)
             return None
-        if isinstance(v, (bytes, bytearray)):
+        if type(v) is bytes or type(v) is bytearray:
             if self.lfu is None:
                 self.access[key] = self.clock.lru
             else:

@@ -37,7 +37,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import chain
 from time import time
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import hiredis
 
@@ -494,7 +494,10 @@ class Connection(asyncio.Protocol):
             return
         self.crs += data.count(13)
         self.fed += len(data)
-        cast(hiredis.Reader, self.reader).feed(data)
+        reader = self.reader
+        if TYPE_CHECKING:  # free at run time: the kind of reader is chosen once
+            assert isinstance(reader, hiredis.Reader)
+        reader.feed(data)
         self.boundary = False
         self._hiredis_loop(data, out)
 
@@ -516,7 +519,9 @@ class Connection(asyncio.Protocol):
     def _hiredis_loop(self, data: bytes, out: list[bytes]) -> None:
         """Take every request the read completes, check their framing, then
         run them: a malformed request must not run, nor any after it."""
-        reader = cast(hiredis.Reader, self.reader)
+        reader = self.reader
+        if TYPE_CHECKING:
+            assert isinstance(reader, hiredis.Reader)
         gets = reader.gets
         has_data = reader.has_data
         reqs: list[list[bytes]] = []
@@ -582,7 +587,9 @@ class Connection(asyncio.Protocol):
         byte it does not take, the exact parser goes on from the start of
         that request (after the requests before it, or once they are done
         waiting: ``_continue`` runs the queued ones first)."""
-        reader = cast(KernelReader, self.reader)
+        reader = self.reader
+        if TYPE_CHECKING:
+            assert not isinstance(reader, hiredis.Reader)
         reqs: list[list[bytes]] = []
         rest = reader.feed(data, self.server.max_bulk, reqs)
         if rest is None:
