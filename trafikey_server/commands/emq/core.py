@@ -303,12 +303,18 @@ def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
 def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
     zs = db.data.get(key)
     if zs is not None and zs.remove(member):
+        # Most of a verb's removals leave the set with members and nobody
+        # to tell: members_removed would do nothing, so it is not called.
+        if zs.scores and not db.signalled and db.events is None:
+            return
         db.members_removed(key, zs.scores, b"zrem")
 
 
 def _zpopmin(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
     zs = db.data.get(key)
     if zs is not None and zs.remove(member):
+        if zs.scores and not db.signalled and db.events is None:
+            return
         db.members_removed(key, zs.scores, b"zpopmin")
 
 
@@ -339,7 +345,10 @@ def _delete(c: Client, db: Db, key: bytes, _a: None, _b: None) -> None:
 
 
 def _seq(c: Client, db: Db, key: bytes, old: int, new: int) -> None:
-    db.set_int(key, b"%d" % new, key in db.data, None)
+    if key in db.data:
+        db.set(key, b"%d" % new, True)  # a counter keeps its TTL
+    else:
+        db.add(key, b"%d" % new)
 
 
 _COMMAND: dict[Any, Any] = {
