@@ -1,13 +1,14 @@
-"""The optional compiled kernels: Cython modules of this package.
+"""The optional compiled layer: the typed core (mypyc) and the kernels (Cython).
 
 pyproject.toml holds the project's metadata; this file only adds the
-extension modules. Each kernel named in trafikey_server/util/native.py's
-KERNELS is compiled from its .pyx source, and the hash of every source
-compiled is written to trafikey_server/native.json beside them: the package
-loads a kernel only while its source is unchanged (util/native.py).
+extension modules. The modules named in trafikey_server/util/native.py's
+CORE are compiled by mypyc from their own .py source, as one group; each
+kernel in KERNELS is compiled by Cython from its .pyx. The hash of every
+source compiled is written to trafikey_server/native.json beside them: the
+package runs compiled code only while its source is unchanged (util/native.py).
 
-With no Cython, no C compiler, or TRAFIKEY_NO_COMPILE=1, the build goes on
-without the extensions: the package is then pure Python, as before.
+With no mypy, no Cython, no C compiler, or TRAFIKEY_NO_COMPILE=1, the build
+goes on without the extensions it cannot make: pure Python, the same source.
 
     pip install .                          # compiled where it can be
     python3 setup.py build_ext --inplace   # compile a checkout in place
@@ -28,28 +29,44 @@ ROOT = Path(__file__).resolve().parent
 PACKAGE = "trafikey_server"
 
 
-def _kernel_names() -> list[str]:
-    # Read the list without importing the package (its dependencies may not
+def _names(tuple_name: str) -> list[str]:
+    # Read a list without importing the package (its dependencies may not
     # be installed in the build environment).
     ns: dict[str, object] = {}
     text = (ROOT / PACKAGE / "util" / "native.py").read_text()
-    start = text.index("KERNELS: tuple[str, ...] = (")
+    start = text.index(f"{tuple_name}: tuple[str, ...] = (")
     end = text.index(")\n", start)
     exec(text[start:end + 2], ns)  # the tuple literal alone
-    return list(ns["KERNELS"])  # type: ignore[arg-type]
+    return list(ns[tuple_name])  # type: ignore[arg-type]
+
+
+def _core() -> list[object]:
+    """The typed core: mypyc over the modules' own source, one group."""
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        print("trafikey-server: mypy (mypyc) is not installed; the core stays pure Python", file=sys.stderr)
+        return []
+    paths = [f"{PACKAGE}/{m.replace('.', '/')}.py" for m in _names("CORE")]
+    try:
+        return list(mypycify(paths, opt_level="3", group_name=f"{PACKAGE}.core"))
+    except BaseException as e:  # a type error stops mypyc with SystemExit
+        print(f"trafikey-server: the core was not compiled ({e!r}); it stays pure Python", file=sys.stderr)
+        return []
 
 
 def _extensions() -> list[object]:
     if os.environ.get("TRAFIKEY_NO_COMPILE", "") not in ("", "0"):
         return []
+    core = _core()
     try:
         from Cython.Build import cythonize
     except ImportError:
-        print("trafikey-server: Cython is not installed; building pure Python only", file=sys.stderr)
-        return []
-    sources = [f"{PACKAGE}/{m.replace('.', '/')}.pyx" for m in _kernel_names()]
+        print("trafikey-server: Cython is not installed; the kernels stay pure Python", file=sys.stderr)
+        return core
+    sources = [f"{PACKAGE}/{m.replace('.', '/')}.pyx" for m in _names("KERNELS")]
     if not sources:
-        return []
+        return core
     exts = cythonize(
         sources,
         build_dir="build/cython",
@@ -60,6 +77,7 @@ def _extensions() -> list[object]:
             "wraparound": False,
         },
     )
+    exts = [*core, *exts]
     if sys.platform.startswith("linux"):
         for ext in exts:
             ext.extra_link_args = [*ext.extra_link_args, "-s"]  # no debug symbols: a tenth of the size
@@ -94,8 +112,10 @@ class OptionalBuildExt(build_ext):
         for ext in self.extensions:
             rel = ext.name[len(PACKAGE) + 1:]
             target = Path(self.get_ext_fullpath(ext.name))
-            if target.exists():
-                src = ROOT / PACKAGE / Path(*rel.split(".")).with_suffix(".pyx")
+            src = ROOT / PACKAGE / Path(*rel.split(".")).with_suffix(".pyx")
+            if not src.exists():  # a module of the typed core
+                src = src.with_suffix(".py")
+            if target.exists() and src.exists():
                 built[rel] = hashlib.sha256(src.read_bytes()).hexdigest()
         text = json.dumps(built, indent=1, sort_keys=True) + "\n"
         dest = Path(self.get_ext_fullpath(f"{PACKAGE}.native")).parent / "native.json"

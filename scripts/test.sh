@@ -38,6 +38,11 @@ fi
 paths="${TRAFIKEY_PATHS:-both}"
 built="$(python3 -c "from trafikey_server.util import native; print(len(native.built()))")"
 pure_pid=""
+core="$(python3 -c "from trafikey_server.util import native; print(native.core_state)")"
+if [ "$core" != live ] && [ "$paths" != pure ] && command -v cc >/dev/null 2>&1; then
+  echo "a C compiler is here but the typed core is not compiled ($core): see the pip output above" >&2
+  exit 1
+fi
 if [ "$built" = 0 ] && [ "$paths" != pure ]; then
   if command -v cc >/dev/null 2>&1; then
     echo "a C compiler is here but no kernel was built: see the pip output above" >&2

@@ -17,16 +17,17 @@ from __future__ import annotations
 import importlib
 import itertools
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-import hiredis
 import pytest
 from helpers.fake_transport import FakeTransport
 from helpers.resp_wire import encode
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from trafikey_server.network.connection import Connection
+from trafikey_server.network.connection import HIREDIS, KERNEL, Connection
 from trafikey_server.server import Server
 from trafikey_server.services.config import Config
 from trafikey_server.util import native
@@ -39,14 +40,8 @@ pytestmark = pytest.mark.skipif(
 MAX_BULK = 1 << 20
 
 
-class KernelConnection(Connection):
-    new_reader = CREADER.Reader if CREADER is not None else None
-    _run_fast = Connection._run_kernel
-
-
-class HiredisConnection(Connection):
-    new_reader = hiredis.Reader
-    _run_fast = Connection._run_hiredis
+KernelConnection = partial(Connection, mode=KERNEL, new_reader=CREADER.Reader if CREADER is not None else None)
+HiredisConnection = partial(Connection, mode=HIREDIS)
 
 
 def _server() -> Server:
@@ -69,7 +64,7 @@ def stats(server: Server) -> dict[bytes, tuple[int, int, int]]:
     return {cmd.name: (cmd.calls, cmd.failed_calls, cmd.rejected_calls) for cmd in server.table.everything()}
 
 
-def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool, dict[Any, Any]]:
+def run(server: Server, kind: Callable[[Server], Connection], reads: list[bytes]) -> tuple[bytes, bool, dict[Any, Any]]:
     before = stats(server)
     conn = kind(server)
     t = FakeTransport()

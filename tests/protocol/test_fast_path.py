@@ -15,31 +15,24 @@ from __future__ import annotations
 import importlib
 import itertools
 import tempfile
+from collections.abc import Callable
+from functools import partial
 
-import hiredis
 import pytest
 from helpers.fake_transport import FakeTransport
 from helpers.resp_wire import encode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trafikey_server.network.connection import Connection
+from trafikey_server.network.connection import EXACT, HIREDIS, KERNEL, Connection
 from trafikey_server.server import Server
 from trafikey_server.services.config import Config
 from trafikey_server.util import native
 
-
-class ExactConnection(Connection):
-    """Every read through the exact parser."""
-
-    _run_fast = Connection._run_python
+ExactConnection = partial(Connection, mode=EXACT)  # every read through the exact parser
 
 
-class HiredisConnection(Connection):
-    """The pure fast path, whichever the server runs."""
-
-    new_reader = hiredis.Reader
-    _run_fast = Connection._run_hiredis
+HiredisConnection = partial(Connection, mode=HIREDIS)  # the pure fast path, whichever the server runs
 
 
 # The compiled reader when it is built, even with the pure path forced: the
@@ -48,11 +41,8 @@ CREADER = (importlib.import_module("trafikey_server.protocol.creader")
            if "protocol.creader" in native.built() else None)
 
 
-class KernelConnection(Connection):
-    """The compiled reader's fast path, whichever the server runs."""
-
-    new_reader = CREADER.Reader if CREADER is not None else None
-    _run_fast = Connection._run_kernel
+# The compiled reader's fast path, whichever the server runs.
+KernelConnection = partial(Connection, mode=KERNEL, new_reader=CREADER.Reader if CREADER is not None else None)
 
 
 FAST = [
@@ -77,7 +67,7 @@ def servers() -> list[Server]:
     return SERVERS
 
 
-def run(server: Server, kind: type[Connection], reads: list[bytes]) -> tuple[bytes, bool]:
+def run(server: Server, kind: Callable[[Server], Connection], reads: list[bytes]) -> tuple[bytes, bool]:
     conn = kind(server)
     t = FakeTransport()
     conn.connection_made(t)
@@ -129,7 +119,7 @@ def inputs(draw: st.DrawFn) -> list[bytes]:
 @pytest.mark.parametrize("kind", FAST)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reads=inputs())
-def test_fast_path_answers_as_the_exact_parser(kind: type[Connection], reads: list[bytes]) -> None:
+def test_fast_path_answers_as_the_exact_parser(kind: Callable[[Server], Connection], reads: list[bytes]) -> None:
     fast, exact = servers()
     for s in (fast, exact):
         for db in s.dbs:

@@ -25,6 +25,7 @@ class _Empty(Protocol):
 def members(proto: type) -> set[str]:
     """The methods, properties and attributes a Protocol class names."""
     own = set(vars(proto)) - set(vars(_Empty)) - {"__annotations__", "__protocol_attrs__"}
+    own -= {"__mypyc_attrs__", "__getstate__", "__setstate__", "__new__"}  # what mypyc adds, compiled
     return own | set(vars(proto).get("__annotations__", {}))
 
 

@@ -426,12 +426,12 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
 def _incr(c: Client, key: bytes, by: int) -> bytes:
     db = c.db
     v = db.get_string(key)
-    if v is None:
-        cur = 0
-    else:
-        cur = to_int(bytes(v)) if len(v) <= 20 else None  # type: ignore[assignment]
-        if cur is None:
+    cur = 0
+    if v is not None:
+        n = to_int(bytes(v)) if len(v) <= 20 else None
+        if n is None:
             raise not_integer()
+        cur = n
     new = cur + by
     if new > LLONG_MAX or new < LLONG_MIN:
         raise CommandError(_OVERFLOW)

@@ -707,10 +707,10 @@ class Db:
                 del volatile[key]
                 continue
             fields = h.reap(now, budget - removed)
-            if h.ttl is None:
+            nxt = h.next_expiry()
+            if nxt is None:
                 del volatile[key]
             else:
-                nxt = min(h.ttl.values())
                 volatile[key] = nxt
                 heapq.heappush(heap, (nxt, key))
             if not fields:

@@ -71,6 +71,11 @@ class KernelReader(Protocol):
 # The compiled request reader, or None: the pure path (hiredis and the checks below).
 _k = native.load("protocol.creader")
 
+# How a connection frames requests at a request boundary (``Connection.mode``):
+# the exact parser alone, hiredis with the framing checks, or the compiled
+# reader. The server takes the fastest built; the tests take each in turn.
+EXACT, HIREDIS, KERNEL = 0, 1, 2
+
 RETAIN_LIMIT = 1 << 22
 # hiredis allocates a request's whole argument list as soon as it reads the
 # count (a ``*300000000`` header would ask for gigabytes) and waits patiently
@@ -151,15 +156,19 @@ def _size(reqs: list[list[bytes]]) -> int:
 
 
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "client", "transport", "reader", "py", "retained", "retained_len", "boundary", "crs",
+    __slots__ = ("server", "client", "transport", "mode", "reader", "py", "retained", "retained_len", "boundary", "crs",
                  "fed", "queued", "tail", "obuf_soft_since", "held", "held_data", "span", "span_head", "pending",
                  "backlog")
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, mode: int = -1,
+                 new_reader: Callable[[], hiredis.Reader | KernelReader] | None = None) -> None:
         self.server = server
         self.client: Client | None = None
         self.transport: Any = None
-        self.reader: hiredis.Reader | KernelReader = self.new_reader()
+        self.mode = mode if mode >= 0 else HIREDIS if _k is None else KERNEL
+        if new_reader is None:
+            new_reader = _k.Reader if _k is not None and self.mode == KERNEL else hiredis.Reader
+        self.reader: hiredis.Reader | KernelReader = new_reader()
         self.py: PyParser | None = None
         # Bytes read and not yet parsed after the last read: with a new
         # read, the most any request completed by it can take.
@@ -607,9 +616,14 @@ class Connection(asyncio.Protocol):
         if self.held is None and not c.closing:
             self._drain(out)
 
-    # The reader of the fast path, chosen once: the compiled one when built.
-    new_reader: Callable[[], hiredis.Reader | KernelReader] = hiredis.Reader if _k is None else _k.Reader
-    _run_fast = _run_hiredis if _k is None else _run_kernel
+    def _run_fast(self, data: bytes, out: list[bytes]) -> None:
+        mode = self.mode
+        if mode == KERNEL:
+            self._run_kernel(data, out)
+        elif mode == HIREDIS:
+            self._run_hiredis(data, out)
+        else:
+            self._run_python(data, out)
 
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
         c = self.client

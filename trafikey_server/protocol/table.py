@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..util.errors import CommandError
+from ..util.native import PACKAGE_DIR
 
-ROWS_DIR = Path(__file__).resolve().parents[1] / "commands" / "rows"
+ROWS_DIR = PACKAGE_DIR / "commands" / "rows"  # not __file__: compiled, that is the build's path
 ORDER_FILE = "order.txt"
 
 Handler = Callable[[Any, list[bytes]], bytes]
@@ -148,13 +149,18 @@ def _resolve(path: str, name: str) -> tuple[Handler, bool]:
 class Table:
     """The served commands, looked up by lower-case name as bytes."""
 
-    def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, rows: Sequence[dict[str, Any]], base: Table | None = None) -> None:
         self.rows = list(rows)
         self.commands: dict[bytes, Command] = {}
         self.ordered: list[Command] = []
         # Commands without subcommands under their name as in the table and
         # in capitals, the two spellings clients send: dispatch's fast path.
         self.fast: dict[bytes, Command] = {}
+        self.version_reply = b""
+        if base is not None:  # with_fast: the same rows and commands
+            self.commands, self.ordered, self.fast = base.commands, base.ordered, base.fast
+            self.version_reply = base.version_reply
+            return
         for row in self.rows:
             cmd = Command(row)
             self.commands[cmd.bname] = cmd
@@ -163,6 +169,13 @@ class Table:
                 self.fast[cmd.bname] = self.fast[cmd.bname.upper()] = cmd
         text = " ".join(self.tokens()).encode()
         self.version_reply = b"$%d\r\n%s\r\n" % (len(text), text)
+
+    def with_fast(self, fast: dict[bytes, Command]) -> Table:
+        """The same commands with another fast map: CLIENT PAUSE, maxmemory
+        and fault rules serve a table whose fast path leaves some out."""
+        t = Table(self.rows, self)
+        t.fast = fast
+        return t
 
     def lookup(self, name: bytes) -> Command | None:
         cmd = self.commands.get(name)

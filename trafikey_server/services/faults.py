@@ -21,7 +21,6 @@ tried, as CLIENT PAUSE hides it (pause.py).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -148,9 +147,7 @@ class Faults:
     def hide_fast(self) -> None:
         server = self.server
         if server.table.fast:
-            table = copy.copy(server.table)
-            table.fast = {}
-            server.table = table
+            server.table = server.table.with_fast({})
 
     # -- firing --------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ is refused as OOM if it is deny-oom and nothing more could be evicted.
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import re
 import time
@@ -238,10 +237,8 @@ def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
     base = server.base_table
     noreplicas = server.noreplicas
     if value or noreplicas:
-        table = copy.copy(base)
-        table.fast = {} if value else {k: v for k, v in base.fast.items()
-                                       if not ((noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)}
-        server.table = table
+        server.table = base.with_fast({} if value else {k: v for k, v in base.fast.items()
+                                                       if not ((noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)})
     else:
         server.table = base
     pause = getattr(server, "pause", None)

@@ -19,7 +19,6 @@ missing but stays stored until the pause ends.
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -79,9 +78,7 @@ class Pause:
         called when maxmemory picks another table during a pause)."""
         server = self.server
         if server.table.fast:
-            table = copy.copy(server.table)
-            table.fast = {}
-            server.table = table
+            server.table = server.table.with_fast({})
 
     def stop(self) -> None:
         if self.timer is not None:

@@ -95,6 +95,13 @@ class Hash(dict[bytes, bytes]):
             self.ttl = None
         return True
 
+    def next_expiry(self) -> int | None:
+        """The earliest field time, None when no field has one. A call, not
+        a read of ``ttl`` after ``reap``: the type checker keeps a narrowed
+        attribute across calls, and compiled code trusts it."""
+        ttl = self.ttl
+        return min(ttl.values()) if ttl else None
+
     def reap(self, now: int, budget: int) -> list[bytes]:
         """Delete up to ``budget`` fields past their time (the active sweep)."""
         ttl = self.ttl
