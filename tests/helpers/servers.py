@@ -39,6 +39,16 @@ class Proc:
         self.log.flush()
         return Path(self.log.name).read_text(errors="replace")
 
+    def wait_output(self, text: str, timeout: float = 10.0) -> str:
+        """The log once it holds ``text`` (or as it is at the deadline): a
+        server may answer on its port before it has loaded its files."""
+        deadline = time.monotonic() + timeout
+        out = self.output()
+        while text not in out and time.monotonic() < deadline:
+            time.sleep(0.05)
+            out = self.output()
+        return out
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

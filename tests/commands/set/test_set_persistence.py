@@ -106,7 +106,7 @@ def test_our_rdb_loads_into_valkey_with_the_same_encodings(d: str) -> None:
     live = _saved_by(tk, d)
     v = start_valkey("--dir", d)
     try:
-        assert "Done loading RDB" in v.output()
+        assert "Done loading RDB" in v.wait_output("Done loading RDB")
         theirs = state(v.port)
     finally:
         v.stop()

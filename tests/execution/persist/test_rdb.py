@@ -170,7 +170,7 @@ def test_our_file_loads_into_valkey(d: str) -> None:
     v = start_valkey("--dir", vdir, "--dbfilename", "from-trafikey.rdb")
     try:
         theirs = state(v.port)
-        assert "Done loading RDB" in v.output()
+        assert "Done loading RDB" in v.wait_output("Done loading RDB")
     finally:
         v.stop()
         shutil.rmtree(vdir, ignore_errors=True)
