@@ -122,12 +122,13 @@ def test_ranges_and_lookups(valkey: redis.Redis) -> None:
 
 def test_pel_keeps_its_ids_sorted() -> None:
     g = Group(0, 0)
+    owner = Consumer(b"c", 0)
     rnd = random.Random(3)
     model: set[int] = set()
     for _ in range(2000):
         sid = rnd.randrange(1, 300)
         if rnd.random() < 0.6:
-            g.pel[sid] = Nack(1, 1, None)  # type: ignore[arg-type]
+            g.pel[sid] = Nack(1, 1, owner)
             model.add(sid)
         elif rnd.random() < 0.5:
             if sid in model:

@@ -369,13 +369,12 @@ def xclaim(c: Client, argv: list[bytes]) -> bytes:
                 nack.consumer.pel.pop(sid, None)
             continue
         if a.force and nack is None:
-            nack = Nack(now, 1, None)  # type: ignore[arg-type]  # owned by nobody until given below
+            nack = Nack(now, 1, consumer)  # a forced entry: owned from the start, never too fresh
             g.pel[sid] = nack
-        if nack is None:
+            consumer.pel[sid] = nack
+        elif nack is None or (minidle and now - nack.delivery_time < minidle):
             continue
-        if nack.consumer is not None and minidle and now - nack.delivery_time < minidle:
-            continue
-        if nack.consumer is not consumer and nack.consumer is not None:
+        elif nack.consumer is not consumer:
             nack.consumer.pel.pop(sid, None)
         nack.delivery_time = a.deliverytime
         if a.retrycount >= 0:

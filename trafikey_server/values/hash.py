@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..protocol.rdbformat import (
     T_HASH,
     T_HASH_2,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
 
+@mypyc_attr(native_class=False)
 class Hash(dict[bytes, bytes]):
     """A hash: field -> value. ``big`` records Valkey's one-way switch from
     listpack to hashtable encoding, which OBJECT ENCODING reports.

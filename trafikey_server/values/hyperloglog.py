@@ -34,10 +34,12 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from itertools import accumulate
 from operator import itemgetter
 from struct import Struct
 
+from ..util import native
 from ..util.rand import rng
 
 HDR = 16
@@ -104,6 +106,8 @@ def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
     hash's whole sequence of steps, so each such group is hashed at once
     (``_lanes_pat``); grouping and scattering back use C-level maps only,
     so nothing here runs Python code per element."""
+    if _KPAT is not None:
+        return list(map(_KPAT, elements))
     total = len(elements)
     if total < _LANES_FROM:
         return [pat_len(e) for e in elements]
@@ -125,6 +129,10 @@ def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
         start = end
     return out
 
+
+# The compiled hash (util/cbits.pyx), when built: the same pairs as pat_len.
+_k = native.load("util.cbits")
+_KPAT: Callable[[bytes], tuple[int, int]] | None = None if _k is None else _k.pat_len
 
 # Below this many elements of one length, one at a time is as fast.
 _LANES_FROM = 16

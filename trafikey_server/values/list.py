@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..protocol.rdbformat import (
     T_LIST,
     T_LIST_QUICKLIST,
@@ -40,6 +42,7 @@ _UINT_MAX = (1 << 32) - 1
 _NO_SIZE = 1 << 64
 
 
+@mypyc_attr(native_class=False)
 class List(deque[bytes]):
     """A list: bytes elements, head at index 0. ``big`` is True in the
     quicklist encoding; ``nodes`` then follows Valkey's quicklist nodes as

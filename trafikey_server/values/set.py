@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice, pairwise
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..protocol.rdbformat import (
     LISTPACK_SAFE,
     T_SET,
@@ -41,6 +43,7 @@ _NAMES = (b"intset", b"listpack", b"hashtable")
 randrange = rng.randrange
 
 
+@mypyc_attr(native_class=False)
 class SetValue(dict[bytes, None]):
     """A set: member -> None, in the order a listpack keeps; ``enc`` is
     Valkey's encoding (INTSET, LISTPACK, HASHTABLE).

@@ -36,6 +36,8 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar, overload
 
+from mypy_extensions import mypyc_attr
+
 from ..protocol.rdbformat import RdbError, encode_len, encode_string
 from ..util.parsing import LLONG_MAX, int64
 from . import listpack as lp
@@ -79,6 +81,7 @@ _U64 = (1 << 64) - 1
 _T = TypeVar("_T")
 
 
+@mypyc_attr(native_class=False)
 class Pel(dict[int, "Nack"]):
     """A pending entries list: ID -> Nack, kept with its IDs sorted so the
     range walks of XPENDING, XCLAIM and XAUTOCLAIM bisect instead of
@@ -984,13 +987,15 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
             raise RdbError(f"key {key!r}: duplicated consumer group name {name!r}")
         g = Group(last, entries_read)
         s.groups[name] = g
+        # A global PEL entry's owner until its consumer's PEL names it.
+        unowned = Consumer(b"", 0)
         for _ in range(r.plain_len()):
             sid = int.from_bytes(r.take(16), "big")
             when = _MS.unpack(r.take(8))[0]
             count = int64(r.plain_len())
             if sid in g.pel:
                 raise RdbError(f"key {key!r}: duplicated global PEL entry loading stream consumer group")
-            g.pel[sid] = Nack(when, count, None)  # type: ignore[arg-type]
+            g.pel[sid] = Nack(when, count, unowned)
         for _ in range(r.plain_len()):
             cname = r.string()
             if cname in g.consumers:
@@ -1007,7 +1012,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
                     raise RdbError(f"key {key!r}: duplicated consumer PEL entry loading a stream consumer group")
                 nack.consumer = c
                 c.pel[sid] = nack
-        if any(n.consumer is None for n in g.pel.values()):
+        if any(n.consumer is unowned for n in g.pel.values()):
             raise RdbError(f"key {key!r}: stream CG PEL entry without consumer")
     return s
 

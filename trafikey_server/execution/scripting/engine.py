@@ -27,7 +27,6 @@ import struct
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lupa import lua51
@@ -75,7 +74,8 @@ class EngineHost(Protocol):
     def internal_client(self) -> Client: ...
 
 
-PRELUDE = Path(__file__).with_name("prelude.lua")
+# not __file__: compiled, that is the build's path
+PRELUDE = native.PACKAGE_DIR / "execution" / "scripting" / "prelude.lua"
 
 # Shebang flags, as Valkey names them.
 NO_WRITES = 1
