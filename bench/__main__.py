@@ -66,7 +66,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     q = a.quick
     defaults = {
         "rounds": (1, 5), "requests": (2_000, 100_000), "p16_requests": (8_000, 500_000), "clients": (10, 50),
-        "jobs": (600, 40_000), "fake_jobs": (20, 400), "procs": (1, 2), "conns": (2, 4), "batch": (50, 200),
+        "jobs": (3_000, 40_000), "fake_jobs": (20, 400), "procs": (1, 2), "conns": (2, 4), "batch": (50, 200),
         "growth_sizes": ("1000,10000", "1000,1000000"), "working": (500, 20_000), "wakeups": (50, 2_000),
         "pubsub_messages": (2_000, 200_000), "stream_entries": (5_000, 1_000_000),
         "stream_cycle_entries": (2_000, 100_000), "snapshot_keys": (2_000, 100_000),
