@@ -94,6 +94,16 @@ class Wire:
         self.sock.sendall(b"".join(encode(*c) for c in commands))
         return [self.read_reply() for _ in commands]
 
+    def send_until_closed(self, data: bytes, timeout: float = 5.0) -> bytes:
+        """Send data that the server is expected to refuse by closing, and
+        return what it sent before closing. A server that closes before
+        the last bytes leave makes the send fail: that is the close too."""
+        try:
+            self.sock.sendall(data)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        return self.read_until_closed(timeout)
+
     def read_until_closed(self, timeout: float = 5.0) -> bytes:
         """Everything the server sends until it closes the connection."""
         deadline = time.monotonic() + timeout

@@ -385,8 +385,7 @@ def test_a_blocked_client_is_closed_past_the_query_buffer_limit(sides: tuple[Sid
             waiter = side.conn(1)
             waiter.send_raw(encode("BZPOPMIN", "z", "0"))
             side.blocked(1)
-            waiter.send_raw(encode("SET", "k", b"x" * (1 << 20)) * 2)
-            assert waiter.read_until_closed() == b""
+            assert waiter.send_until_closed(encode("SET", "k", b"x" * (1 << 20)) * 2) == b""
             side.blocked(0)
             assert side.ctl.call("EXISTS", "k") == b":0\r\n"
         finally:

@@ -37,8 +37,7 @@ def spare() -> Iterator[tuple[Proc, Proc]]:
 def until_closed(port: int, data: bytes, host: str = "127.0.0.1") -> bytes:
     w = Wire(port, host)
     try:
-        w.send_raw(data)
-        return w.read_until_closed()
+        return w.send_until_closed(data)
     finally:
         w.close()
 
@@ -59,8 +58,7 @@ def quiet(w: Wire, data: bytes, settle: float = 0.3) -> bytes:
 
 def until_closed_or_quiet(w: Wire, data: bytes, closes: bool) -> bytes:
     if closes:
-        w.send_raw(data)
-        return w.read_until_closed()
+        return w.send_until_closed(data)
     return quiet(w, data)
 
 
