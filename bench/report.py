@@ -204,7 +204,7 @@ def targets(r: Results) -> list[Target]:
     if "memory_stream" in r.samples:
         out.append(Target("memory: RSS bytes per stream entry, trafikey / Valkey",
                           _ratio(r.median("memory_stream", (TRAFIKEY,), "rss_per_entry"),
-                                 r.median("memory_stream", (VALKEY,), "rss_per_entry")), "<=", 3.0,
+                                 r.median("memory_stream", (VALKEY,), "rss_per_entry")), "<=", 2.0,
                           "memory: RSS/stream entry"))
     return out
 
