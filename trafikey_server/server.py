@@ -137,8 +137,8 @@ class Server:
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False
         self.obuf_watch: set[Peer] = set()
-        # Connections with pushed frames to write at the end of this turn.
-        self.push_queue: list[Connection] = []
+        # Connections with output to write at the end of this turn (replies and pushes).
+        self.write_queue: list[Connection] = []
         self.rejected_connections = 0
         self.qbuf_disconnections = 0
         self.obuf_disconnections = 0
