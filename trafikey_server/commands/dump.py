@@ -15,9 +15,9 @@ A TTL already past deletes the replaced key (or creates nothing) and is
 logged as that deletion; a relative TTL is logged as an absolute one with
 ABSTTL, as Valkey propagates it.
 
-IDLETIME and FREQ are checked and accepted; the server keeps no access
-clock or LFU counter per key (see ``keys.py``), so they change nothing it
-reports afterwards.
+IDLETIME and FREQ are checked, then set the restored key's LRU clock or LFU
+counter (keyspace/access.py), each only under its kind of policy, as
+Valkey's objectSetLRUOrLFU does.
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ many over a huge keyspace) restart one another; retrying the call that
 ended an iteration starts a new one; and a snapshot keeps the names of keys
 deleted meanwhile in memory until it is dropped.
 
-OBJECT IDLETIME answers 0: tracking an access time on every read would cost
-every command, and nothing else depends on it. OBJECT FREQ refuses as
-Valkey does under the default (non-LFU) eviction policy; under an LFU
-policy it answers 5, Valkey's counter for a key just written.
+OBJECT IDLETIME and OBJECT FREQ read the key's use as the keyspace records
+it (keyspace/access.py): seconds of the LRU clock since its last lookup, or
+the decayed LFU counter; each refuses as Valkey does under the other kind
+of policy.
 """
 
 from __future__ import annotations
