@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from . import __version__
 from .commands.client import info_line
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .services.host import Peer
 
 __all__ = ["REDIS_COMPAT_VERSION", "VALKEY_VERSION", "Server", "run"]
-BRAND_KEY = b"{emq}:version"
+BRAND_KEY: Final = b"{emq}:version"
 
 
 class StartupError(Exception):

@@ -19,7 +19,7 @@ handlers log themselves (their AOF rule logs nothing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import word
@@ -32,15 +32,15 @@ if TYPE_CHECKING:
     from ..keyspace.db import Db
     from ..services.client import Client
 
-_BAD_OFFSET = b"ERR bit offset is not an integer or out of range"
-_BAD_BIT = b"ERR bit is not an integer or out of range"
-_BAD_TYPE = b"ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+_BAD_OFFSET: Final = b"ERR bit offset is not an integer or out of range"
+_BAD_BIT: Final = b"ERR bit is not an integer or out of range"
+_BAD_TYPE: Final = b"ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
 
 # What a search for a set / a clear bit skips, a chunk at a time.
-_CHUNK = 1 << 16
-_ZEROS = bytes(_CHUNK)
-_ONES = b"\xff" * _CHUNK
-_INVERT = bytes(255 - i for i in range(256))
+_CHUNK: Final = 1 << 16
+_ZEROS: Final = bytes(_CHUNK)
+_ONES: Final = b"\xff" * _CHUNK
+_INVERT: Final = bytes(255 - i for i in range(256))
 
 
 def _offset(c: Client, arg: bytes, bits: int = 0) -> int:
@@ -183,8 +183,8 @@ def _popcount(v: bytes | bytearray, lo: int, hi: int) -> int:
 
 
 # The compiled count (util/cbits.pyx), when built: the same answers as _popcount.
-_k = native.load("util.cbits")
-_count: Callable[[bytes | bytearray, int, int], int] = _popcount if _k is None else _k.popcount
+_k: Final = native.load("util.cbits")
+_count: Final[Callable[[bytes | bytearray, int, int], int]] = _popcount if _k is None else _k.popcount
 
 
 def bitcount(c: Client, argv: list[bytes]) -> bytes:
@@ -339,8 +339,8 @@ def _changed_bitop(c: Client, argv: list[bytes], changed: bool) -> None:
 
 _GET, _SET, _INCRBY = 0, 1, 2
 _WRAP, _SAT, _FAIL = 0, 1, 2
-_OVERFLOWS = {b"wrap": _WRAP, b"sat": _SAT, b"fail": _FAIL}
-_OPS = {b"get": (_GET, 2), b"set": (_SET, 3), b"incrby": (_INCRBY, 3)}
+_OVERFLOWS: Final = {b"wrap": _WRAP, b"sat": _SAT, b"fail": _FAIL}
+_OPS: Final = {b"get": (_GET, 2), b"set": (_SET, 3), b"incrby": (_INCRBY, 3)}
 
 
 def _field_type(arg: bytes) -> tuple[bool, int]:

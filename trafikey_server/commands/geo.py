@@ -16,7 +16,7 @@ a bulk string in RESP2, a double in RESP3.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import error_text, word
@@ -47,8 +47,8 @@ from . import zset as zset_commands
 if TYPE_CHECKING:
     from ..services.client import Client
 
-_UNITS = {b"m": 1.0, b"km": 1000.0, b"ft": 0.3048, b"mi": 1609.34}
-_UNIT_ERR = b"ERR unsupported unit provided. please use M, KM, FT, MI"
+_UNITS: Final = {b"m": 1.0, b"km": 1000.0, b"ft": 0.3048, b"mi": 1609.34}
+_UNIT_ERR: Final = b"ERR unsupported unit provided. please use M, KM, FT, MI"
 
 
 # -- arguments ------------------------------------------------------------------------
@@ -122,8 +122,8 @@ def _source(c: Client, key: bytes) -> ZSet | None:
 # -- replies --------------------------------------------------------------------------
 
 
-_LL_LIMIT_INT = 2**63
-_LL_LIMIT = float(_LL_LIMIT_INT)
+_LL_LIMIT_INT: Final = 2**63
+_LL_LIMIT: Final = float(_LL_LIMIT_INT)
 
 
 def _distance_reply(d: float) -> bytes:

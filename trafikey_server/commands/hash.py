@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
@@ -55,9 +55,9 @@ if TYPE_CHECKING:
     from ..services.client import Client
 
 
-EMPTY_SCAN = b"*2\r\n$1\r\n0\r\n*0\r\n"
-_ULLONG_MAX = 2**64 - 1
-_HALF = LLONG_MAX // 2
+EMPTY_SCAN: Final = b"*2\r\n$1\r\n0\r\n*0\r\n"
+_ULLONG_MAX: Final = 2**64 - 1
+_HALF: Final = LLONG_MAX // 2
 
 
 def _for_write(c: Client, key: bytes) -> Hash:
@@ -498,16 +498,16 @@ def hscan(c: Client, argv: list[bytes]) -> bytes:
 
 # -- field expiry ---------------------------------------------------------------
 
-_NUMFIELDS = b"ERR numfields should be greater than 0 and match the provided number of fields"
+_NUMFIELDS: Final = b"ERR numfields should be greater than 0 and match the provided number of fields"
 
 # Option bits of the HSETEX / HGETEX option loop.
 _NX, _XX, _FNX, _FXX, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT = (1 << i for i in range(10))
-_ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
-_EXPIRE_BITS = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
+_ANY_EXPIRE: Final = _EX | _PX | _EXAT | _PXAT
+_EXPIRE_BITS: Final = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
 
 # HEXPIRE's conditions.
 _C_NX, _C_XX, _C_GT, _C_LT = 1, 2, 4, 8
-_CONDITIONS = {b"nx": _C_NX, b"xx": _C_XX, b"gt": _C_GT, b"lt": _C_LT}
+_CONDITIONS: Final = {b"nx": _C_NX, b"xx": _C_XX, b"gt": _C_GT, b"lt": _C_LT}
 
 
 def _fields_at(argv: list[bytes], start: int) -> int:

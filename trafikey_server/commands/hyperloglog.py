@@ -14,7 +14,7 @@ rules logging nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import error_text, word
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def _invalid() -> CommandError:
     return CommandError(hll.INVALID_MSG)
 
-_REG_REPLY = [b":%d\r\n" % i for i in range(256)]
+_REG_REPLY: Final = [b":%d\r\n" % i for i in range(256)]
 
 
 def _hll(v: object) -> bytes | bytearray:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.args import mpop_args, word
 from ..protocol.resp import EMPTY_ARRAY, OK, ZERO, array_header, bulk, bulks, integer
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from ..keyspace.db import Db
     from ..services.client import Client
 
-_LONG_MAX = (1 << 63) - 1
-_RANGE_MSG = b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
-_NO_SUCH_KEY = CommandError(b"ERR no such key")
-_OUT_OF_RANGE = b"ERR index out of range"
-_RANK_ZERO = (b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+_LONG_MAX: Final = (1 << 63) - 1
+_RANGE_MSG: Final = b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+_NO_SUCH_KEY: Final = CommandError(b"ERR no such key")
+_OUT_OF_RANGE: Final = b"ERR index out of range"
+_RANK_ZERO: Final = (b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
               b"or use negative to start from the end of the list")
 HEAD, TAIL = 0, 1
 
@@ -79,8 +79,8 @@ def _where(arg: bytes) -> int:
 
 
 # The events of a push and of a pop, by end (HEAD, TAIL).
-_PUSHED = (b"lpush", b"rpush")
-_POPPED = (b"lpop", b"rpop")
+_PUSHED: Final = (b"lpush", b"rpush")
+_POPPED: Final = (b"lpop", b"rpop")
 
 
 def _removed(c: Client, key: bytes, lst: List, event: bytes) -> None:

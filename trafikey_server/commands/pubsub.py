@@ -11,7 +11,7 @@ runs. The tables and the delivery live in the pub/sub service
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.resp import array_header, bulk, bulks
 from ..util.errors import CommandError
@@ -78,7 +78,7 @@ def spublish(c: Client, argv: list[bytes]) -> bytes:
 
 # -- PUBSUB ------------------------------------------------------------------------------
 
-_HELP = [
+_HELP: Final = [
     b"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     b"CHANNELS [<pattern>]",
     b"    Return the currently active channels matching a <pattern> (default: '*').",

@@ -15,7 +15,7 @@ and a set its last member left goes with ``del`` after them.
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk_run, bulks, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
@@ -38,8 +38,8 @@ from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher
 if TYPE_CHECKING:
     from ..services.client import Client
 
-_POSITIVE = b"ERR value is out of range, must be positive"
-_LONG_MAX = 2**63 - 1
+_POSITIVE: Final = b"ERR value is out of range, must be positive"
+_LONG_MAX: Final = 2**63 - 1
 
 
 def _get(c: Client, key: bytes, read: bool = False) -> SetValue | None:

@@ -25,7 +25,7 @@ the blocked state).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
@@ -50,14 +50,14 @@ if TYPE_CHECKING:
     from ..keyspace.db import Db
     from ..services.client import Client
 
-_UINT64_MAX = (1 << 64) - 1
-INVALID_ID = b"ERR Invalid stream ID specified as stream command argument"
-_EXHAUSTED = b"ERR The stream has exhausted the last possible ID, unable to add more items"
-_TOP_ITEM = b"ERR The ID specified in XADD is equal or smaller than the target stream top item"
-_ZERO_ID = b"ERR The ID specified in XADD must be greater than 0-0"
-_BOTH_STRATEGIES = b"ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-NO_SUCH_KEY = b"ERR no such key"
-_SPACES = b" \t\n\v\f\r"
+_UINT64_MAX: Final = (1 << 64) - 1
+INVALID_ID: Final = b"ERR Invalid stream ID specified as stream command argument"
+_EXHAUSTED: Final = b"ERR The stream has exhausted the last possible ID, unable to add more items"
+_TOP_ITEM: Final = b"ERR The ID specified in XADD is equal or smaller than the target stream top item"
+_ZERO_ID: Final = b"ERR The ID specified in XADD must be greater than 0-0"
+_BOTH_STRATEGIES: Final = b"ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+NO_SUCH_KEY: Final = b"ERR no such key"
+_SPACES: Final = b" \t\n\v\f\r"
 
 
 # -- helpers shared with stream_group.py ------------------------------------------
@@ -151,7 +151,7 @@ def range_bounds(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
 
 # The running transaction (its reply list, unique while it runs) and the
 # time it started.
-_unit: list[object] = [None, 0]
+_unit: Final[list[object]] = [None, 0]
 
 
 def now_ms(c: Client) -> int:
@@ -366,7 +366,7 @@ def _exact_trim_arg(s: Stream, t: _Trim) -> bytes:
     return fmt_id(s.edge_id(True, False))
 
 
-_PLAIN = _Trim()  # XADD key * ...: no option, a generated ID
+_PLAIN: Final = _Trim()  # XADD key * ...: no option, a generated ID
 
 
 def xadd(c: Client, argv: list[bytes]) -> bytes:
@@ -575,7 +575,7 @@ def _ms_timeout(c: Client, arg: bytes) -> int:
     return v
 
 
-_NEW = -1  # XREADGROUP's ">"
+_NEW: Final = -1  # XREADGROUP's ">"
 
 
 def xread(c: Client, argv: list[bytes]) -> bytes:
@@ -586,10 +586,10 @@ def xreadgroup(c: Client, argv: list[bytes]) -> bytes:
     return _xread(c, _read_args(c, argv, True))
 
 
-_UNBALANCED = b"ERR Unbalanced '%s' list of streams: for each stream key an ID or '%s' must be specified."
-_MEANINGLESS = (b"ERR The %s ID is meaningless in the context of XREADGROUP: you want to read the history of this "
-                b"consumer by specifying a proper ID, or use the > ID to get new messages. The %s ID would just "
-                b"return an empty result set.")
+_UNBALANCED: Final = b"ERR Unbalanced '%s' list of streams: for each stream key an ID or '%s' must be specified."
+_MEANINGLESS: Final = (b"ERR The %s ID is meaningless in the context of XREADGROUP: you want to read the history "
+                       b"of this consumer by specifying a proper ID, or use the > ID to get new messages. The %s ID "
+                       b"would just return an empty result set.")
 
 
 class _ReadArgs:
@@ -834,7 +834,7 @@ def _history_reply(c: Client, s: Stream, start: int, count: int, consumer: Consu
 
 # -- XINFO ------------------------------------------------------------------------------
 
-_XINFO_HELP = [
+_XINFO_HELP: Final = [
     b"CONSUMERS <key> <groupname>",
     b"    Show consumers of <groupname>.",
     b"GROUPS <key>",

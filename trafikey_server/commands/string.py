@@ -8,7 +8,7 @@ type's rules (``values/string.py``), applied by the keyspace's string writes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
@@ -20,15 +20,15 @@ if TYPE_CHECKING:
     from ..keyspace.db import Db
     from ..services.client import Client
 
-_OVERFLOW = b"ERR increment or decrement would overflow"
-_TOO_BIG = b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+_OVERFLOW: Final = b"ERR increment or decrement would overflow"
+_TOO_BIG: Final = b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 
 # -- option parsing -----------------------------------------------------------------
 
 # Option bits, in the spirit of Valkey's parseExtendedCommandArgumentsOrReply.
 _NX, _XX, _GET, _KEEPTTL, _PERSIST, _EX, _PX, _EXAT, _PXAT, _IFEQ = (1 << i for i in range(10))
-_ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
-_EXPIRE_BITS = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
+_ANY_EXPIRE: Final = _EX | _PX | _EXAT | _PXAT
+_EXPIRE_BITS: Final = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
 
 
 def option(b: bytes) -> bytes:
@@ -213,7 +213,7 @@ def mset(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
-_INT_MAX = (1 << 31) - 1
+_INT_MAX: Final = (1 << 31) - 1
 
 
 def _msetex_args(argv: list[bytes]) -> tuple[int, int, int, bytes | None]:
@@ -475,11 +475,11 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> bytes:
 
 # -- LCS --------------------------------------------------------------------------------
 
-_LCS_TYPES = b"ERR The specified keys must contain string values"
-_LCS_BOTH = b"ERR If you want both the length and indexes, please just use IDX."
-_LCS_LONG = b"ERR String too long for LCS"
-_LCS_MEMORY = b"ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
-_UINT32_MAX = (1 << 32) - 1
+_LCS_TYPES: Final = b"ERR The specified keys must contain string values"
+_LCS_BOTH: Final = b"ERR If you want both the length and indexes, please just use IDX."
+_LCS_LONG: Final = b"ERR String too long for LCS"
+_LCS_MEMORY: Final = b"ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+_UINT32_MAX: Final = (1 << 32) - 1
 
 
 def lcs(c: Client, argv: list[bytes]) -> bytes:

@@ -19,7 +19,7 @@ emptiness costs no call, where a ``ZSet``'s own ``__len__`` would.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.args import mpop_args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
@@ -35,12 +35,12 @@ from .hash import EMPTY_SCAN, parse_cursor, parse_scan_options, pattern_matcher,
 if TYPE_CHECKING:
     from ..services.client import Client
 
-NAN_MSG = b"ERR resulting score is not a number (NaN)"
-SCORE_RANGE_ERR = b"ERR min or max is not a float"
-LEX_RANGE_ERR = b"ERR min or max not valid string range item"
-_LIMIT_WITH_RANK = b"ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
-_WITHSCORES_WITH_LEX = b"ERR syntax error, WITHSCORES not supported in combination with BYLEX"
-_SPACE = b" \t\n\r\x0b\x0c"
+NAN_MSG: Final = b"ERR resulting score is not a number (NaN)"
+SCORE_RANGE_ERR: Final = b"ERR min or max is not a float"
+LEX_RANGE_ERR: Final = b"ERR min or max not valid string range item"
+_LIMIT_WITH_RANK: Final = b"ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+_WITHSCORES_WITH_LEX: Final = b"ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+_SPACE: Final = b" \t\n\r\x0b\x0c"
 
 
 # -- configuration --------------------------------------------------------------
@@ -118,7 +118,7 @@ def _positive(b: bytes, msg: bytes = b"ERR value is out of range, must be positi
 
 # -- replies --------------------------------------------------------------------------
 
-_EXACT = float(2**53)
+_EXACT: Final = float(2**53)
 
 
 def _members(pairs: Iterable[tuple[float, bytes]]) -> bytes:
@@ -127,8 +127,8 @@ def _members(pairs: Iterable[tuple[float, bytes]]) -> bytes:
 
 # RESP2 bulks of integral scores already formatted, keyed by the score. 0.0
 # is never cached: -0.0 would find it, and the two print differently.
-_SCORE_BULKS: dict[float, bytes] = {}
-_SCORE_CACHE_MAX = 1 << 16
+_SCORE_BULKS: Final[dict[float, bytes]] = {}
+_SCORE_CACHE_MAX: Final = 1 << 16
 
 
 def _pair2(s: float, m: bytes) -> bytes:
@@ -170,7 +170,7 @@ def _pairs_reply(c: Client, pairs: list[tuple[float, bytes]], withscores: bool) 
 # -- ZADD / ZINCRBY -------------------------------------------------------------------
 
 _NX, _XX, _GT, _LT, _CH, _INCR = 1, 2, 4, 8, 16, 32
-_ZADD_FLAGS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"ch": _CH, b"incr": _INCR}
+_ZADD_FLAGS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"ch": _CH, b"incr": _INCR}
 
 
 def zadd(c: Client, argv: list[bytes]) -> bytes:
@@ -571,7 +571,7 @@ def _pop_from(c: Client, key: bytes, zs: ZSet, top: bool, count: int, nested: bo
     return b"".join(out)
 
 
-_MIN_MAX = (b"min", b"max")
+_MIN_MAX: Final = (b"min", b"max")
 
 
 def zmpop(c: Client, argv: list[bytes]) -> bytes:
@@ -689,7 +689,7 @@ def _fmt_17g(s: float) -> bytes:
 
 _UNION, _INTER, _DIFF = 1, 2, 3
 _SUM, _MIN, _MAX = 1, 2, 3
-_AGGREGATES = {b"sum": _SUM, b"min": _MIN, b"max": _MAX}
+_AGGREGATES: Final = {b"sum": _SUM, b"min": _MIN, b"max": _MAX}
 
 
 def zunion(c: Client, argv: list[bytes]) -> bytes:
@@ -863,7 +863,7 @@ def _diff(srcs: list[ZSet | _SetInput | None]) -> dict[bytes, float]:
     return {m: s for m, s in first.scores.items() if not any(m in o for o in others)}
 
 
-_STORE_EVENTS = {_UNION: b"zunionstore", _INTER: b"zinterstore", _DIFF: b"zdiffstore"}
+_STORE_EVENTS: Final = {_UNION: b"zunionstore", _INTER: b"zinterstore", _DIFF: b"zdiffstore"}
 
 
 def _store_setop(c: Client, dst: bytes, result: dict[bytes, float], event: bytes) -> bytes:

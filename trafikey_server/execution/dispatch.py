@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter_ns, time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
@@ -30,17 +30,17 @@ if TYPE_CHECKING:
     from ..services.client import Client
     from ..values.record import Settings
 
-BUSY_EVAL = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-BUSY_FUNCTION = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+BUSY_EVAL: Final = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+BUSY_FUNCTION: Final = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 
 # What a RESP2 client in pub/sub mode may still run.
-SUBSCRIBED_RESP2 = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe", b"psubscribe",
-                              b"punsubscribe", b"quit", b"reset"))
+SUBSCRIBED_RESP2: Final = frozenset((b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe",
+                                     b"psubscribe", b"punsubscribe", b"quit", b"reset"))
 
 # Commands that run at once even inside MULTI.
-_TX_CONTROL = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
+_TX_CONTROL: Final = frozenset((b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"))
 
-NOAUTH = CommandError(b"NOAUTH Authentication required.")
+NOAUTH: Final = CommandError(b"NOAUTH Authentication required.")
 
 
 class Configured(Protocol):
@@ -60,7 +60,7 @@ def busy_error(server: Configured, eval_mode: bool) -> bytes:
 
 # execute's answer for a request that must wait for CLIENT PAUSE to end
 # (pause.py): the connection keeps the request and runs it later.
-POSTPONED = bytes(bytearray(b"postponed"))
+POSTPONED: Final = bytes(bytearray(b"postponed"))
 
 
 def _sanitize(s: bytes) -> bytes:
@@ -80,7 +80,7 @@ def unknown_command(argv: list[bytes]) -> CommandError:
 
 # Not commands: HTTP's request line and header, sent to a server by a
 # browser tricked into cross-protocol scripting.
-CROSS_PROTOCOL = frozenset((b"post", b"host:"))
+CROSS_PROTOCOL: Final = frozenset((b"post", b"host:"))
 
 
 def cross_protocol(c: Client) -> bytes:

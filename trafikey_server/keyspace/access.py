@@ -10,13 +10,15 @@ LFU policy is selected, as ``minutes << 8 | counter`` by ``Lfu.hit``.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..util.clock import Clock
 from ..util.rand import rng
 
 # Valkey's LFU_INIT_VAL: a new key's counter, so that it is not evicted at once.
-LFU_INIT_VAL = 5
+LFU_INIT_VAL: Final = 5
 # Valkey's LRU_CLOCK_MAX: the LRU clock has 24 bits.
-LRU_CLOCK_MAX = (1 << 24) - 1
+LRU_CLOCK_MAX: Final = (1 << 24) - 1
 
 
 class Lfu:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..util.errors import wrongtype
 from ..values.hash import Hash
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 # A table of INCRBYFLOAT marks is pruned of stale ones at each power of two past this.
-_PRUNE_AT = 256
+_PRUNE_AT: Final = 256
 
 
 class Db:

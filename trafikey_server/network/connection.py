@@ -37,7 +37,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import chain
 from time import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import hiredis
 
@@ -69,14 +69,14 @@ class KernelReader(Protocol):
 
 
 # The compiled request reader, or None: the pure path (hiredis and the checks below).
-_k = native.load("protocol.creader")
+_k: Final = native.load("protocol.creader")
 
 # How a connection frames requests at a request boundary (``Connection.mode``):
 # the exact parser alone, hiredis with the framing checks, or the compiled
 # reader. The server takes the fastest built; the tests take each in turn.
 EXACT, HIREDIS, KERNEL = 0, 1, 2
 
-RETAIN_LIMIT = 1 << 22
+RETAIN_LIMIT: Final = 1 << 22
 # hiredis allocates a request's whole argument list as soon as it reads the
 # count (a ``*300000000`` header would ask for gigabytes) and waits patiently
 # for a bulk of any declared size, where Valkey grows lazily and refuses a
@@ -85,13 +85,13 @@ RETAIN_LIMIT = 1 << 22
 # and so does a read that completes such a number begun in the read before.
 # Two patterns, each led by a literal byte that re's prefix scan finds fast,
 # cost a quarter of one alternation on a typical pipelined read.
-_HUGE_COUNT = re.compile(rb"\*\d{6}").search
+_HUGE_COUNT: Final = re.compile(rb"\*\d{6}").search
 # (The bulk-length pattern, sized to proto-max-bulk-len, is limits.huge_bulk_pattern.)
 # hiredis also allocates RESP3 sets ('~'), pushes ('>') and attributes ('|')
 # eagerly, and a request may not hold one at all: a read with one of these
 # bytes before a long number goes to the exact parser too. The membership
 # tests keep the regex off the common read.
-_HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
+_HUGE_AGG: Final = re.compile(rb"[~>|%]\d{6}").search
 # Inside a request Valkey accepts only bulk strings ('$'); hiredis also reads
 # a simple string ('+'), a verbatim string ('=') and a big number ('(') as
 # plain bytes, so such an item would pass for an argument; and it returns a
@@ -102,8 +102,8 @@ _HUGE_AGG = re.compile(rb"[~>|%]\d{6}").search
 # which refuses it with Valkey's "expected '$', got '+'". The bytes are rare
 # in requests: a read without them costs five memchr scans; a payload that
 # holds one after a newline only takes the slower, exact path.
-_TYPED_ITEM = b"+=(~|"
-_LONE_CR = re.compile(rb"\r[^\n]").search
+_TYPED_ITEM: Final = b"+=(~|"
+_LONE_CR: Final = re.compile(rb"\r[^\n]").search
 # Valkey 9.1 refuses a header line whose CR is not followed by LF ("invalid
 # CRLF in request") where hiredis looks for the pair and would wait, or read
 # on. A CR without its LF in a read (a pair cut by the read boundary aside)
@@ -112,14 +112,14 @@ _LONE_CR = re.compile(rb"\r[^\n]").search
 # first byte is a CR, which the count of CRs after each read checks.
 # Enough bytes either side of a read boundary to hold any length that is
 # too long but not already visible whole on one side.
-_TAIL = 12
+_TAIL: Final = 12
 
 
 def _split_length(window: bytes, huge_bulk: BulkSearch) -> bool:
     return _HUGE_COUNT(window) is not None or _HUGE_AGG(window) is not None or huge_bulk(window) is not None
 
 
-_FIRST = (b"",)
+_FIRST: Final = (b"",)
 
 
 def _crs(reqs: list[list[bytes]]) -> int:

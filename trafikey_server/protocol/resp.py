@@ -14,22 +14,23 @@ branching on the protocol itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from ..util.floats import format_double
 
-OK = b"+OK\r\n"
-QUEUED = b"+QUEUED\r\n"
-PONG = b"+PONG\r\n"
-EMPTY_ARRAY = b"*0\r\n"
-EMPTY_BULK = b"$0\r\n\r\n"
-CRLF = b"\r\n"
+OK: Final = b"+OK\r\n"
+QUEUED: Final = b"+QUEUED\r\n"
+PONG: Final = b"+PONG\r\n"
+EMPTY_ARRAY: Final = b"*0\r\n"
+EMPTY_BULK: Final = b"$0\r\n\r\n"
+CRLF: Final = b"\r\n"
 
-_SMALL = 10000
-_INTS = [b":%d\r\n" % i for i in range(_SMALL)]
-_ONE = _INTS[1]
-_ZERO = _INTS[0]
-_ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
-_BULK_HEADS = [b"$%d\r\n" % i for i in range(1024)]
+_SMALL: Final = 10000
+_INTS: Final = [b":%d\r\n" % i for i in range(_SMALL)]
+_ONE: Final = _INTS[1]
+_ZERO: Final = _INTS[0]
+_ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
+_BULK_HEADS: Final = [b"$%d\r\n" % i for i in range(1024)]
 
 
 def integer(n: int) -> bytes:
@@ -38,8 +39,8 @@ def integer(n: int) -> bytes:
     return b":%d\r\n" % n
 
 
-ONE = _ONE
-ZERO = _ZERO
+ONE: Final = _ONE
+ZERO: Final = _ZERO
 
 
 def bulk(b: bytes) -> bytes:
@@ -142,6 +143,6 @@ class Encoder:
         return b"#t\r\n" if v else b"#f\r\n"
 
 
-RESP2 = Encoder(2)
-RESP3 = Encoder(3)
-ENCODERS = {2: RESP2, 3: RESP3}
+RESP2: Final = Encoder(2)
+RESP3: Final = Encoder(3)
+ENCODERS: Final = {2: RESP2, 3: RESP3}

@@ -22,13 +22,13 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ..util.errors import CommandError
 from ..util.native import PACKAGE_DIR
 
-ROWS_DIR = PACKAGE_DIR / "commands" / "rows"  # not __file__: compiled, that is the build's path
-ORDER_FILE = "order.txt"
+ROWS_DIR: Final = PACKAGE_DIR / "commands" / "rows"  # not __file__: compiled, that is the build's path
+ORDER_FILE: Final = "order.txt"
 
 Handler = Callable[[Any, list[bytes]], bytes]
 
@@ -37,7 +37,7 @@ Handler = Callable[[Any, list[bytes]], bytes]
 # captured rows cannot carry it): commands that may propagate although they
 # do not write the keyspace. CLIENT PAUSE WRITE holds them and read-only
 # scripts may not call them.
-MAY_REPLICATE = frozenset(("eval", "evalsha", "fcall", "pfcount", "publish", "spublish", "cluster|setslot"))
+MAY_REPLICATE: Final = frozenset(("eval", "evalsha", "fcall", "pfcount", "publish", "spublish", "cluster|setslot"))
 
 
 def _missing_handler(name: str) -> Handler:

@@ -35,7 +35,7 @@ own value type and timeout reply.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
 from ..util.errors import CommandError
 from ..util.longdouble import parse as parse_long_double
@@ -69,15 +69,15 @@ class BlockingHost(Protocol):
     def count_error(self, msg: bytes) -> None: ...
 
 
-_LLONG_MAX = (1 << 63) - 1
-UNBLOCKED_ERR = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+_LLONG_MAX: Final = (1 << 63) - 1
+UNBLOCKED_ERR: Final = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
 
 
 class Blocked(Exception):
     """Raised by a handler that parked its client (see ``block``)."""
 
 
-BLOCKED = Blocked()
+BLOCKED: Final = Blocked()
 
 
 class Elsewhere:

@@ -16,7 +16,7 @@ receivers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.resp import bulk
 from ..util.glob import match
@@ -27,17 +27,17 @@ if TYPE_CHECKING:
 
 Subscribers = dict["Client", None]
 
-_MESSAGE = b"$7\r\nmessage\r\n"
-_PMESSAGE = b"$8\r\npmessage\r\n"
-_SMESSAGE = b"$8\r\nsmessage\r\n"
-HEADER3 = {2: b"*3\r\n", 3: b">3\r\n"}
-HEADER4 = {2: b"*4\r\n", 3: b">4\r\n"}
-NULL = {2: b"$-1\r\n", 3: b"_\r\n"}
+_MESSAGE: Final = b"$7\r\nmessage\r\n"
+_PMESSAGE: Final = b"$8\r\npmessage\r\n"
+_SMESSAGE: Final = b"$8\r\nsmessage\r\n"
+HEADER3: Final = {2: b"*3\r\n", 3: b">3\r\n"}
+HEADER4: Final = {2: b"*4\r\n", 3: b">4\r\n"}
+NULL: Final = {2: b"$-1\r\n", 3: b"_\r\n"}
 
 # The reply words of the subscribe family, by kind: (subscribe, unsubscribe).
-CHANNEL_WORDS = (b"$9\r\nsubscribe\r\n", b"$11\r\nunsubscribe\r\n")
-PATTERN_WORDS = (b"$10\r\npsubscribe\r\n", b"$12\r\npunsubscribe\r\n")
-SHARD_WORDS = (b"$10\r\nssubscribe\r\n", b"$12\r\nsunsubscribe\r\n")
+CHANNEL_WORDS: Final = (b"$9\r\nsubscribe\r\n", b"$11\r\nunsubscribe\r\n")
+PATTERN_WORDS: Final = (b"$10\r\npsubscribe\r\n", b"$12\r\npunsubscribe\r\n")
+SHARD_WORDS: Final = (b"$10\r\nssubscribe\r\n", b"$12\r\nsunsubscribe\r\n")
 
 
 def notice(c: Client, word: bytes, name: bytes | None, count: int) -> bytes:

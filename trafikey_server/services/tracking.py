@@ -27,7 +27,7 @@ whose ``hooks`` flag is set and while ``clients`` is non-zero.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
@@ -51,12 +51,12 @@ class TrackingHost(Protocol):
     loop: asyncio.AbstractEventLoop | None
 
 
-_INVALIDATE = b">2\r\n$10\r\ninvalidate\r\n"
-_RESP2_MESSAGE = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
-_NULLS = {2: b"$-1\r\n", 3: b"_\r\n"}
+_INVALIDATE: Final = b">2\r\n$10\r\ninvalidate\r\n"
+_RESP2_MESSAGE: Final = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
+_NULLS: Final = {2: b"$-1\r\n", 3: b"_\r\n"}
 # The read-only script commands: the keys of the commands a script calls are
 # remembered, not the script's own key arguments (Valkey's call()).
-_SCRIPT_RO = frozenset((b"eval_ro", b"evalsha_ro", b"fcall_ro"))
+_SCRIPT_RO: Final = frozenset((b"eval_ro", b"evalsha_ro", b"fcall_ro"))
 
 
 class TrackState:

@@ -18,18 +18,19 @@ and out-of-range literals (overflow to infinity, underflow to zero) refused.
 from __future__ import annotations
 
 import struct
+from typing import Final
 
-_INF = float("inf")
-_NINF = -_INF
+_INF: Final = float("inf")
+_NINF: Final = -_INF
 # (double)(LLONG_MAX / 2): the bound of double2ll, the integer-printing path.
-_LL_HALF = float((2**63 - 1) // 2)
+_LL_HALF: Final = float((2**63 - 1) // 2)
 
-_BITS = struct.Struct("<Q").unpack
-_PACK = struct.Struct("<d").pack
-_FRAC_MASK = (1 << 52) - 1
-_HIDDEN = 1 << 52
-_M64 = (1 << 64) - 1
-_HALF = 1 << 63
+_BITS: Final = struct.Struct("<Q").unpack
+_PACK: Final = struct.Struct("<d").pack
+_FRAC_MASK: Final = (1 << 52) - 1
+_HIDDEN: Final = 1 << 52
+_M64: Final = (1 << 64) - 1
+_HALF: Final = 1 << 63
 
 
 # -- the cached powers of ten ---------------------------------------------------
@@ -64,8 +65,8 @@ def _pow10_fp(k: int) -> tuple[int, int]:
     return f, e
 
 
-_FIRST_POWER = -348
-_POWERS = [_pow10_fp(_FIRST_POWER + 8 * i) for i in range(87)]
+_FIRST_POWER: Final = -348
+_POWERS: Final = [_pow10_fp(_FIRST_POWER + 8 * i) for i in range(87)]
 
 
 def _pick_power(ue: int) -> tuple[int, int, int, int]:
@@ -92,11 +93,11 @@ def _pick_power(ue: int) -> tuple[int, int, int, int]:
 
 # Boundaries' binary exponents run from -1137 (smallest subnormal) to 960.
 _UE_MIN, _UE_MAX = -1140, 970
-_SCALE = [_pick_power(ue) for ue in range(_UE_MIN, _UE_MAX + 1)]
+_SCALE: Final = [_pick_power(ue) for ue in range(_UE_MIN, _UE_MAX + 1)]
 
 # The largest p with 10**p <= 2**t, for t in [_T_MIN, 31]: where the digit
 # search starts (see _grisu2).
-_T_MIN = -80
+_T_MIN: Final = -80
 
 
 def _floor_log10_pow2(t: int) -> int:
@@ -108,8 +109,8 @@ def _floor_log10_pow2(t: int) -> int:
     return -j
 
 
-_LOG10_POW2 = [_floor_log10_pow2(t) for t in range(_T_MIN, 32)]
-_TENS = [10**i for i in range(40)]
+_LOG10_POW2: Final = [_floor_log10_pow2(t) for t in range(_T_MIN, 32)]
+_TENS: Final = [10**i for i in range(40)]
 
 
 def _grisu2(bits: int) -> tuple[str, int]:
@@ -212,8 +213,8 @@ def _layout(digits: str, k: int, neg: bool) -> str:
 # writes the same scores again and again. Only finite non-integral values
 # are kept, so no two keys that compare equal (0 and -0, NaN) can meet here;
 # the table is emptied when full.
-_WRITTEN: dict[float, bytes] = {}
-_WRITTEN_MAX = 4096
+_WRITTEN: Final[dict[float, bytes]] = {}
+_WRITTEN_MAX: Final = 4096
 
 
 def format_double(x: float) -> bytes:
@@ -244,8 +245,8 @@ def format_double(x: float) -> bytes:
     return text
 
 
-_SPACE = b" \t\n\v\f\r"
-_INF_WORDS = (b"inf", b"+inf", b"-inf", b"infinity", b"+infinity", b"-infinity")
+_SPACE: Final = b" \t\n\v\f\r"
+_INF_WORDS: Final = (b"inf", b"+inf", b"-inf", b"infinity", b"+infinity", b"-infinity")
 
 
 def parse_double(b: bytes) -> float | None:

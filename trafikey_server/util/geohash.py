@@ -16,23 +16,24 @@ asin and sqrt, in the same order of operations).
 from __future__ import annotations
 
 from math import asin, atan2, cos, isfinite, nan, pi, sin, sqrt
+from typing import Final
 
-LAT_MIN = -85.05112878
-LAT_MAX = 85.05112878
-LONG_MIN = -180.0
-LONG_MAX = 180.0
-STEP_MAX = 26
+LAT_MIN: Final = -85.05112878
+LAT_MAX: Final = 85.05112878
+LONG_MIN: Final = -180.0
+LONG_MAX: Final = 180.0
+STEP_MAX: Final = 26
 
-_D_R = pi / 180.0
-EARTH_RADIUS = 6372797.560856
-_MERCATOR_MAX = 20037726.37
-_M64 = (1 << 64) - 1
-_EVEN = 0x5555555555555555
-_ODD = 0xAAAAAAAAAAAAAAAA
+_D_R: Final = pi / 180.0
+EARTH_RADIUS: Final = 6372797.560856
+_MERCATOR_MAX: Final = 20037726.37
+_M64: Final = (1 << 64) - 1
+_EVEN: Final = 0x5555555555555555
+_ODD: Final = 0xAAAAAAAAAAAAAAAA
 
-CIRCLE = 1
-BOX = 2
-POLYGON = 3
+CIRCLE: Final = 1
+BOX: Final = 2
+POLYGON: Final = 3
 
 Cell = tuple[int, int]  # (bits, step); (0, 0) is Valkey's zeroed neighbour
 
@@ -45,7 +46,7 @@ def _spread_slow(v: int) -> int:
     return out
 
 
-_SPREAD8 = [_spread_slow(i) for i in range(256)]
+_SPREAD8: Final = [_spread_slow(i) for i in range(256)]
 
 
 def _spread(v: int) -> int:
@@ -95,8 +96,8 @@ def cell_area(bits: int, step: int) -> tuple[float, float, float, float]:
     )
 
 
-_TWO63 = float(1 << 63)
-_TWO64 = float(1 << 64)
+_TWO63: Final = float(1 << 63)
+_TWO64: Final = float(1 << 64)
 
 
 def _score_bits(score: float) -> int:
@@ -119,7 +120,7 @@ def decode(score: float) -> tuple[float, float]:
     return x, y
 
 
-_ALPHABET = b"0123456789bcdefghjkmnpqrstuvwxyz"
+_ALPHABET: Final = b"0123456789bcdefghjkmnpqrstuvwxyz"
 
 
 def standard_hash(score: float) -> bytes:
@@ -290,7 +291,7 @@ def _move(bits: int, step: int, dx: int, dy: int) -> int:
 
 
 # The centre cell, then N, S, E, W, NE, NW, SE, SW: the order Valkey reads them.
-_AROUND = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1))
+_AROUND: Final = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1))
 
 
 def search_cells(s: Shape) -> list[Cell]:

@@ -35,11 +35,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Final
 
-_ANY = b"."
-_NOTHING = b"(?!)"
-_MAX_NESTING = 1000
-_STAR = None  # token for a run of stars
+_ANY: Final = b"."
+_NOTHING: Final = b"(?!)"
+_MAX_NESTING: Final = 1000
+_STAR: Final = None  # token for a run of stars
 
 
 def _signed(b: int) -> int:

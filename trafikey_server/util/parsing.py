@@ -8,10 +8,12 @@ same bytes are accepted or refused as Valkey would.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .errors import CommandError, not_integer
 
-LLONG_MAX = 2**63 - 1
-LLONG_MIN = -(2**63)
+LLONG_MAX: Final = 2**63 - 1
+LLONG_MIN: Final = -(2**63)
 
 
 def int64(v: int) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -116,7 +116,7 @@ class Hash(dict[bytes, bytes]):
         return due
 
 
-STRING_TYPES = (bytes, bytearray)
+STRING_TYPES: Final = (bytes, bytearray)
 
 
 # -- the type's record ----------------------------------------------------------
@@ -224,7 +224,7 @@ def _aof_rewrite(key: bytes, v: Hash) -> Iterator[list[bytes]]:
             yield [b"HSETEX", key, b"PXAT", b"%d" % when, b"FIELDS", b"1", f, bytes(v[f])]
 
 
-HASH = ValueType(
+HASH: Final = ValueType(
     name=b"hash",
     classes=(Hash,),
     encodings=(b"listpack", b"hashtable"),

@@ -38,32 +38,33 @@ from collections.abc import Callable
 from itertools import accumulate
 from operator import itemgetter
 from struct import Struct
+from typing import Final
 
 from ..util import native
 from ..util.rand import rng
 
-HDR = 16
-P = 14
-REGISTERS = 1 << P  # 16384
-Q = 64 - P
-DENSE_BYTES = REGISTERS * 6 // 8  # 12288
-DENSE_SIZE = HDR + DENSE_BYTES
+HDR: Final = 16
+P: Final = 14
+REGISTERS: Final = 1 << P  # 16384
+Q: Final = 64 - P
+DENSE_BYTES: Final = REGISTERS * 6 // 8  # 12288
+DENSE_SIZE: Final = HDR + DENSE_BYTES
 DENSE, SPARSE = 0, 1
-SPARSE_VAL_MAX = 32
-ALPHA_INF = 0.721347520444481703680  # 0.5 / ln(2)
+SPARSE_VAL_MAX: Final = 32
+ALPHA_INF: Final = 0.721347520444481703680  # 0.5 / ln(2)
 
-INVALID_MSG = b"INVALIDOBJ Corrupted HLL object detected"
-NOT_HLL_MSG = b"WRONGTYPE Key is not a valid HyperLogLog string value."
+INVALID_MSG: Final = b"INVALIDOBJ Corrupted HLL object detected"
+NOT_HLL_MSG: Final = b"WRONGTYPE Key is not a valid HyperLogLog string value."
 
-_MASK64 = (1 << 64) - 1
-_M = 0xC6A4A7935BD1E995
-_SEED = 0xADC83B19
-_LLONG_MIN_U = 1 << 63  # what llroundl gives for an estimate past LLONG_MAX
+_MASK64: Final = (1 << 64) - 1
+_M: Final = 0xC6A4A7935BD1E995
+_SEED: Final = 0xADC83B19
+_LLONG_MIN_U: Final = 1 << 63  # what llroundl gives for an estimate past LLONG_MAX
 
 # -- hashing ------------------------------------------------------------------
 
 
-_WORDS: list[Struct] = []
+_WORDS: Final[list[Struct]] = []
 
 
 def _words(n: int) -> Struct:
@@ -131,11 +132,11 @@ def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
 
 
 # The compiled hash (util/cbits.pyx), when built: the same pairs as pat_len.
-_k = native.load("util.cbits")
-_KPAT: Callable[[bytes], tuple[int, int]] | None = None if _k is None else _k.pat_len
+_k: Final = native.load("util.cbits")
+_KPAT: Final[Callable[[bytes], tuple[int, int]] | None] = None if _k is None else _k.pat_len
 
 # Below this many elements of one length, one at a time is as fast.
-_LANES_FROM = 16
+_LANES_FROM: Final = 16
 
 
 def _lanes_pat(n: int, data: bytes, count: int) -> list[tuple[int, int]]:
@@ -210,19 +211,19 @@ def store_card(v: bytearray, card: int) -> None:
 
 # -- dense registers in bulk ----------------------------------------------------
 
-_LOW6 = bytes(b & 63 for b in range(256))
-_SHR6 = bytes(b >> 6 for b in range(256))
-_SHR4 = bytes(b >> 4 for b in range(256))
-_SHR2 = bytes(b >> 2 for b in range(256))
-_LOW4_SHL2 = bytes((b & 15) << 2 for b in range(256))
-_LOW2_SHL4 = bytes((b & 3) << 4 for b in range(256))
+_LOW6: Final = bytes(b & 63 for b in range(256))
+_SHR6: Final = bytes(b >> 6 for b in range(256))
+_SHR4: Final = bytes(b >> 4 for b in range(256))
+_SHR2: Final = bytes(b >> 2 for b in range(256))
+_LOW4_SHL2: Final = bytes((b & 15) << 2 for b in range(256))
+_LOW2_SHL4: Final = bytes((b & 3) << 4 for b in range(256))
 # The inverse: byte lanes built from 6-bit registers (values above 63 are
 # cut to their 6 bits, as the dense macros do).
-_R1_LOW2_SHL6 = bytes(((b & 3) << 6) for b in range(256))
-_R1_SHR2 = bytes((b & 63) >> 2 for b in range(256))
-_R2_LOW4_SHL4 = bytes(((b & 15) << 4) for b in range(256))
-_R2_SHR4 = bytes((b & 63) >> 4 for b in range(256))
-_R3_SHL2 = bytes(((b & 63) << 2) for b in range(256))
+_R1_LOW2_SHL6: Final = bytes(((b & 3) << 6) for b in range(256))
+_R1_SHR2: Final = bytes((b & 63) >> 2 for b in range(256))
+_R2_LOW4_SHL4: Final = bytes(((b & 15) << 4) for b in range(256))
+_R2_SHR4: Final = bytes((b & 63) >> 4 for b in range(256))
+_R3_SHL2: Final = bytes(((b & 63) << 2) for b in range(256))
 
 
 def _or(a: bytes, b: bytes) -> bytes:
@@ -291,16 +292,16 @@ def _dense_set(v: bytearray, index: int, count: int) -> bool:
 # back to the bytes it came from.
 
 
-_OP_BYTES = [bytes((i,)) for i in range(256)]
+_OP_BYTES: Final = [bytes((i,)) for i in range(256)]
 
 
 def _op_bytes(op: int) -> bytes:
     return _OP_BYTES[op] if op < 256 else bytes((op >> 8, op & 0xFF))
 
 
-_XZERO_BYTE = re.compile(rb"[\x40-\x7f]")
+_XZERO_BYTE: Final = re.compile(rb"[\x40-\x7f]")
 # The registers a one-byte opcode (ZERO or VAL) covers.
-_SPAN1 = bytes((b + 1) if b < 64 else (b & 3) + 1 if b >= 128 else 0 for b in range(256))
+_SPAN1: Final = bytes((b + 1) if b < 64 else (b & 3) + 1 if b >= 128 else 0 for b in range(256))
 
 
 def _parse(v: bytes | bytearray) -> tuple[list[int], list[int], bool]:
@@ -480,7 +481,7 @@ class _Sparse:
 
 
 # What each one-byte opcode expands to, one byte per register.
-_PIECE = [bytes(b + 1) if b < 64 else bytes((((b >> 2) & 31) + 1,)) * ((b & 3) + 1) if b >= 128 else b""
+_PIECE: Final = [bytes(b + 1) if b < 64 else bytes((((b >> 2) & 31) + 1,)) * ((b & 3) + 1) if b >= 128 else b""
           for b in range(256)]
 
 
@@ -596,8 +597,8 @@ def max_into(acc: bytes | bytearray, raw: bytes | bytearray) -> bytearray:
     return bytearray(out.to_bytes(REGISTERS, "little"))
 
 
-_HIGH = int.from_bytes(b"\x80" * REGISTERS, "little")
-_ALL = (1 << (8 * REGISTERS)) - 1
+_HIGH: Final = int.from_bytes(b"\x80" * REGISTERS, "little")
+_ALL: Final = int.from_bytes(b"\xff" * REGISTERS, "little")  # not a shift: mypyc would fold a 131,072-bit literal
 
 # -- edits --------------------------------------------------------------------------
 
@@ -662,7 +663,7 @@ def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
 
 
 # A batch this large into a sparse value is first checked for ending dense.
-_AT_ONCE_FROM = 128
+_AT_ONCE_FROM: Final = 128
 
 
 def _dense_at_once(v: bytearray, hashed: list[tuple[int, int]], max_bytes: int) -> int | None:
@@ -708,8 +709,8 @@ def _dense_at_once(v: bytearray, hashed: list[tuple[int, int]], max_bytes: int) 
     return updated
 
 
-_NONZERO = bytes([0]) + bytes([1]) * 255
-_ONES = int.from_bytes(b"\x01" * REGISTERS, "little")
+_NONZERO: Final = bytes([0]) + bytes([1]) * 255
+_ONES: Final = int.from_bytes(b"\x01" * REGISTERS, "little")
 
 
 def merge_into(v: bytearray, raw: bytes | bytearray, use_dense: bool, max_bytes: int) -> bool:

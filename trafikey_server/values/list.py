@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -36,10 +36,10 @@ from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
-_SIZE_LEVELS = (4096, 8192, 16384, 32768, 65536)
-_SAFETY = 8192  # SIZE_SAFETY_LIMIT: a count-limited node's byte bound
-_UINT_MAX = (1 << 32) - 1
-_NO_SIZE = 1 << 64
+_SIZE_LEVELS: Final = (4096, 8192, 16384, 32768, 65536)
+_SAFETY: Final = 8192  # SIZE_SAFETY_LIMIT: a count-limited node's byte bound
+_UINT_MAX: Final = (1 << 32) - 1
+_NO_SIZE: Final = 1 << 64
 
 
 @mypyc_attr(native_class=False)
@@ -162,7 +162,7 @@ class List(deque[bytes]):
 
 
 
-_OVERHEAD = 8  # SIZE_ESTIMATE_OVERHEAD
+_OVERHEAD: Final = 8  # SIZE_ESTIMATE_OVERHEAD
 
 
 def _large(fill: int, n: int) -> bool:
@@ -418,7 +418,7 @@ def _aof_rewrite(key: bytes, v: List) -> Iterator[list[bytes]]:
         yield [b"RPUSH", key, *items[i:i + ITEMS_PER_CMD]]
 
 
-LIST = ValueType(
+LIST: Final = ValueType(
     name=b"list",
     classes=(List,),
     encodings=(b"listpack", b"quicklist"),

@@ -8,11 +8,13 @@ size, its RDB form and its boundaries are Valkey's by construction.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..util.parsing import to_int
 
-LP_HDR = 6  # total bytes (u32) + number of elements (u16)
-NUMELE_UNKNOWN = 65535
-_U64 = 1 << 64
+LP_HDR: Final = 6  # total bytes (u32) + number of elements (u16)
+NUMELE_UNKNOWN: Final = 65535
+_U64: Final = 1 << 64
 
 
 def backlen(n: int) -> bytes:
@@ -55,7 +57,8 @@ def _enc_int(v: int) -> bytes:
 # The encodings of -4096..4095, indexed by the value itself (negative
 # values wrap to the end), so the common stream deltas and counters are one
 # lookup.
-SMALL_INT_ENC: tuple[bytes, ...] = tuple(_enc_int(v) for v in range(4096)) + tuple(_enc_int(v) for v in range(-4096, 0))
+SMALL_INT_ENC: Final[tuple[bytes, ...]] = (tuple(_enc_int(v) for v in range(4096))
+                                           + tuple(_enc_int(v) for v in range(-4096, 0)))
 
 
 def enc_str(s: bytes) -> bytes:
@@ -130,7 +133,7 @@ def skip(lp: bytes | bytearray, p: int) -> int:
     return read_int_or_str(lp, p)[1]
 
 
-_INT_WIDTH = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
+_INT_WIDTH: Final = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
 
 
 def blob(body: bytes | bytearray, numele: int) -> bytes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
@@ -45,7 +45,7 @@ class ValueHost(Protocol):
 
 # How many elements one command of an AOF rewrite carries (Valkey's
 # AOF_REWRITE_ITEMS_PER_CMD).
-ITEMS_PER_CMD = 64
+ITEMS_PER_CMD: Final = 64
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice, pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
 INTSET, LISTPACK, HASHTABLE = 0, 1, 2
 T_SET_INTSET, T_SET_LISTPACK = 11, 20
-_NAMES = (b"intset", b"listpack", b"hashtable")
+_NAMES: Final = (b"intset", b"listpack", b"hashtable")
 # Bound once: the seeded generator is re-seeded in place, never replaced.
-randrange = rng.randrange
+randrange: Final = rng.randrange
 
 
 @mypyc_attr(native_class=False)
@@ -276,7 +276,7 @@ def _aof_rewrite(key: bytes, v: SetValue) -> Iterator[list[bytes]]:
         yield [b"SADD", key, *items[i:i + ITEMS_PER_CMD]]
 
 
-SET = ValueType(
+SET: Final = ValueType(
     name=b"set",
     classes=(SetValue,),
     encodings=_NAMES,

@@ -34,7 +34,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING, Final, TypeVar, overload
 
 from mypy_extensions import mypyc_attr
 
@@ -48,11 +48,11 @@ if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
 
-SEQ_BITS = 64
-SEQ_MASK = (1 << 64) - 1
-MAX_ID = (1 << 128) - 1
+SEQ_BITS: Final = 64
+SEQ_MASK: Final = (1 << 64) - 1
+MAX_ID: Final = (1 << 128) - 1
 # A group's entries_read when it cannot be known (SCG_INVALID_ENTRIES_READ).
-INVALID_ENTRIES_READ = -1
+INVALID_ENTRIES_READ: Final = -1
 
 
 def make_id(ms: int, seq: int) -> int:
@@ -73,11 +73,11 @@ def fmt_id(sid: int) -> bytes:
 
 
 # Entry flags (STREAM_ITEM_FLAG_*).
-F_DELETED = 1
-F_SAMEFIELDS = 2
+F_DELETED: Final = 1
+F_SAMEFIELDS: Final = 2
 # STREAM_LISTPACK_MAX_SIZE: a node's byte bound whatever the configuration.
-LISTPACK_MAX_SIZE = 1 << 30
-_U64 = (1 << 64) - 1
+LISTPACK_MAX_SIZE: Final = 1 << 30
+_U64: Final = (1 << 64) - 1
 _T = TypeVar("_T")
 
 
@@ -868,7 +868,7 @@ def _rax_below(keys: list[bytes], depth: int) -> int:
 # (LISTPACKS_2: the seen time).
 
 T_STREAM_LISTPACKS, T_STREAM_LISTPACKS_2, T_STREAM_LISTPACKS_3 = 15, 19, 21
-_MS = struct.Struct("<q")
+_MS: Final = struct.Struct("<q")
 
 
 def _encoding(v: Stream) -> bytes:
@@ -1043,7 +1043,7 @@ def _aof_rewrite(key: bytes, v: Stream) -> Iterator[list[bytes]]:
                        b"RETRYCOUNT", b"%d" % nack.delivery_count, b"JUSTID", b"FORCE"]
 
 
-STREAM = ValueType(
+STREAM: Final = ValueType(
     name=b"stream",
     classes=(Stream,),
     encodings=(b"stream",),

@@ -31,7 +31,7 @@ rest. This module keeps the rules, and takes no database.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..protocol.rdbformat import T_STRING, encode_string
 from ..util.parsing import to_int
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 # Below this key + value length every non-integer value is embstr whatever
 # the key length and TTL (111 - 8).
-SURELY_EMBSTR = 103
+SURELY_EMBSTR: Final = 103
 
 
 def is_int_text(v: bytes | bytearray) -> bool:
@@ -77,7 +77,7 @@ def rekeyed(key: bytes, v: bytes | bytearray) -> bytes | bytearray:
 
 # Adding an expire to an embstr that has none re-creates it as raw when the
 # key is this long (measured on Valkey 9; shorter keys leave room for it).
-EXPIRE_NEEDS_ROOM = 108
+EXPIRE_NEEDS_ROOM: Final = 108
 
 
 def encoding(v: bytes | bytearray) -> bytes:
@@ -123,7 +123,7 @@ def _aof_rewrite(key: bytes, v: bytes | bytearray) -> Iterator[list[bytes]]:
     yield [b"SET", key, bytes(v)]
 
 
-STRING = ValueType(
+STRING: Final = ValueType(
     name=b"string",
     classes=(bytes, bytearray),
     encodings=(b"int", b"embstr", b"raw"),
@@ -140,7 +140,7 @@ STRING = ValueType(
 
 # -- LCS ---------------------------------------------------------------------------
 
-_ZEROS = bytes(0x30 for _ in range(256))
+_ZEROS: Final = bytes(0x30 for _ in range(256))
 
 
 def _match_masks(a: bytes | bytearray, b: bytes | bytearray) -> dict[int, int]:

@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from math import inf, nextafter
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 from sortedcontainers import SortedList
 
@@ -79,20 +79,20 @@ class ScoreIndex(Protocol):
     def __reversed__(self) -> Iterator[Entry]: ...
 
 
-_k = native.load("values.cindex")
+_k: Final = native.load("values.cindex")
 # The ordered index class: built empty or from (score, member) pairs. The
 # kernel is loaded by name (util/native.py), so its type is stated here.
 class IndexClass(Protocol):
     def __call__(self, iterable: Iterable[Entry] = ..., /) -> ScoreIndex: ...
 
 
-Index = cast(IndexClass, SortedList if _k is None else _k.ScoreIndex)
+Index: Final = cast(IndexClass, SortedList if _k is None else _k.ScoreIndex)
 
 # Lex range bound kinds: Valkey's shared.minstring ("-") and maxstring ("+"),
 # or a real string given as "[x" (inclusive) or "(x" (exclusive).
-LEX_MIN = -1
-LEX_STR = 0
-LEX_MAX = 1
+LEX_MIN: Final = -1
+LEX_STR: Final = 0
+LEX_MAX: Final = 1
 
 LexBound = tuple[int, bytes, bool]  # (kind, value, exclusive)
 
@@ -436,7 +436,7 @@ def _aof_rewrite(key: bytes, v: ZSet) -> Iterator[list[bytes]]:
         yield argv
 
 
-ZSET = ValueType(
+ZSET: Final = ValueType(
     name=b"zset",
     classes=(ZSet,),
     encodings=(b"listpack", b"skiplist"),

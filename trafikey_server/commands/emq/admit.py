@@ -9,7 +9,7 @@ their own with server-chosen ones), with ``P..seq`` left at the number used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .core import (
     ATTEMPTS,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ...keyspace.db import Db
     from ...services.client import Client
 
-_ZERO = b"0"
+_ZERO: Final = b"0"
 
 
 def _free_id(db: Db, p: bytes, cur: int) -> int:

@@ -10,7 +10,7 @@ nothing, and a ghost at the head is cleared away without being handed out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ...protocol.resp import EMPTY_ARRAY
 from .core import (
@@ -31,7 +31,7 @@ from .core import (
 if TYPE_CHECKING:
     from ...services.client import Client
 
-_ACTIVE = b"active"
+_ACTIVE: Final = b"active"
 
 
 def claim(c: Client, argv: list[bytes]) -> bytes:

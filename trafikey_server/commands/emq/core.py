@@ -18,7 +18,7 @@ verb can be logged or propagated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ...protocol.resp import array_header, bulk
 from ...util.errors import CommandError, not_integer, wrong_args
@@ -32,25 +32,25 @@ if TYPE_CHECKING:
 
 # Scores are doubles: integers are exact up to 2^53, and no verb writes a
 # score (or a sequence number) beyond it.
-MAX_SCORE = 2**53
+MAX_SCORE: Final = 2**53
 
-STATE = b"state"
-PAYLOAD = b"payload"
-ATTEMPTS = b"attempts"
-FAILURES = b"failures"
-STALLED = b"stalled"
-LEASE_EPOCH = b"lease_epoch"
-ERROR = b"error"
-GROUP = b"group"
-PARENT = b"parent"
+STATE: Final = b"state"
+PAYLOAD: Final = b"payload"
+ATTEMPTS: Final = b"attempts"
+FAILURES: Final = b"failures"
+STALLED: Final = b"stalled"
+LEASE_EPOCH: Final = b"lease_epoch"
+ERROR: Final = b"error"
+GROUP: Final = b"group"
+PARENT: Final = b"parent"
 
-PENDING = b"pending"
-ACTIVE = b"active"
-SCHEDULED = b"scheduled"
-DEAD = b"dead"
+PENDING: Final = b"pending"
+ACTIVE: Final = b"active"
+SCHEDULED: Final = b"scheduled"
+DEAD: Final = b"dead"
 
-_HASH_NOT_INT = b"ERR hash value is not an integer"
-_OVERFLOW = b"ERR increment or decrement would overflow"
+_HASH_NOT_INT: Final = b"ERR hash value is not an integer"
+_OVERFLOW: Final = b"ERR increment or decrement would overflow"
 
 
 # -- refusals -----------------------------------------------------------------------
@@ -351,7 +351,7 @@ def _seq(c: Client, db: Db, key: bytes, old: int, new: int) -> None:
         db.add(key, b"%d" % new)
 
 
-_COMMAND: dict[Any, Any] = {
+_COMMAND: Final[dict[Any, Any]] = {
     _zadd: lambda key, score, member: [b"ZADD", key, b"%d" % score, member],
     _zrem: lambda key, member, _: [b"ZREM", key, member],
     _zpopmin: lambda key, member, _: [b"ZREM", key, member],
@@ -363,7 +363,7 @@ _COMMAND: dict[Any, Any] = {
 
 
 # The event of each write that always announces itself.
-_EVENTS: dict[Any, bytes] = {_hset: b"hset", _hincrby: b"hincrby", _seq: b"incrby"}
+_EVENTS: Final[dict[Any, bytes]] = {_hset: b"hset", _hincrby: b"hincrby", _seq: b"incrby"}
 
 
 def claim_reply(c: Client, job: bytes, payload: bytes | None, attempts: int) -> bytes:

@@ -14,7 +14,7 @@ state so that a worker repeating its final FAIL (its reply was lost) is told
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ...protocol.resp import ONE
 from .core import (
@@ -46,9 +46,9 @@ from .core import (
 if TYPE_CHECKING:
     from ...services.client import Client
 
-_DEAD = b"$4\r\ndead\r\n"
-_SCHEDULED = b"$9\r\nscheduled\r\n"
-_PENDING = b"$7\r\npending\r\n"
+_DEAD: Final = b"$4\r\ndead\r\n"
+_SCHEDULED: Final = b"$9\r\nscheduled\r\n"
+_PENDING: Final = b"$7\r\npending\r\n"
 
 
 def complete(c: Client, argv: list[bytes]) -> bytes:

@@ -20,7 +20,7 @@ not a worker, and is requeued without being counted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ...protocol.resp import integer
 from .core import (
@@ -47,7 +47,7 @@ from .core import (
 if TYPE_CHECKING:
     from ...services.client import Client
 
-_LIMIT = 1000
+_LIMIT: Final = 1000
 
 
 def promote(c: Client, argv: list[bytes]) -> bytes:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from . import manifest as mf
 from .effects import Rule, rule_for
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from ...services.host import Peer
     from .host import PersistHost
 
-_MULTI = b"*1\r\n$5\r\nMULTI\r\n"
-_EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+_MULTI: Final = b"*1\r\n$5\r\nMULTI\r\n"
+_EXEC: Final = b"*1\r\n$4\r\nEXEC\r\n"
 
 
 def encode(argv: list[bytes]) -> bytes:

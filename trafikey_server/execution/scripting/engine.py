@@ -27,7 +27,7 @@ import struct
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from lupa import lua51
 
@@ -75,24 +75,24 @@ class EngineHost(Protocol):
 
 
 # not __file__: compiled, that is the build's path
-PRELUDE = native.PACKAGE_DIR / "execution" / "scripting" / "prelude.lua"
+PRELUDE: Final = native.PACKAGE_DIR / "execution" / "scripting" / "prelude.lua"
 
 # Shebang flags, as Valkey names them.
-NO_WRITES = 1
-ALLOW_OOM = 2
-ALLOW_STALE = 4
-NO_CLUSTER = 8
-ALLOW_CROSS_SLOT = 16
-COMPAT = 1 << 10  # no shebang: the behaviour of scripts written before flags existed
-FLAG_NAMES = {
+NO_WRITES: Final = 1
+ALLOW_OOM: Final = 2
+ALLOW_STALE: Final = 4
+NO_CLUSTER: Final = 8
+ALLOW_CROSS_SLOT: Final = 16
+COMPAT: Final = 1 << 10  # no shebang: the behaviour of scripts written before flags existed
+FLAG_NAMES: Final = {
     b"no-writes": NO_WRITES, b"allow-oom": ALLOW_OOM, b"allow-stale": ALLOW_STALE,
     b"no-cluster": NO_CLUSTER, b"allow-cross-slot-keys": ALLOW_CROSS_SLOT,
 }
 
-HOOK_EVERY = 100_000  # Lua instructions between two looks at the clock, as Valkey
-EVAL_CACHE = 500  # scripts created by EVAL that are kept (SCRIPT LOAD ones always are)
+HOOK_EVERY: Final = 100_000  # Lua instructions between two looks at the clock, as Valkey
+EVAL_CACHE: Final = 500  # scripts created by EVAL that are kept (SCRIPT LOAD ones always are)
 
-_LL_MAX = 2**63
+_LL_MAX: Final = 2**63
 
 
 class ApiFunction:
@@ -179,9 +179,9 @@ def sha1hex(data: bytes) -> bytes:
     return hashlib.sha1(data).hexdigest().encode()
 
 
-_SPACE = b" \t\n\v\f\r"
-_HEX = b"0123456789abcdefABCDEF"
-_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
+_SPACE: Final = b" \t\n\v\f\r"
+_HEX: Final = b"0123456789abcdefABCDEF"
+_ESCAPES: Final = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
 
 
 def split_args(line: bytes) -> list[bytes] | None:
@@ -807,9 +807,9 @@ def _c_int(v: float) -> int:
     return n - (1 << 32) if n >= 1 << 31 else n
 
 
-_BITS = struct.Struct("<Q")
-_DOUBLE = struct.Struct("<d")
-_LL_HALF = float((_LL_MAX - 1) // 2)  # (double)(LLONG_MAX / 2): the bound of double2ll
+_BITS: Final = struct.Struct("<Q")
+_DOUBLE: Final = struct.Struct("<d")
+_LL_HALF: Final = float((_LL_MAX - 1) // 2)  # (double)(LLONG_MAX / 2): the bound of double2ll
 
 
 def _number_arg(d: float) -> bytes:
@@ -961,6 +961,6 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
 
 # The bridge's two conversions, compiled when built (cbridge.pyx: the same
 # conversions in C), else the pure ones above.
-_k = native.load("execution.scripting.cbridge")
-_script_argv: Callable[[tuple[Any, ...]], list[bytes] | bytes] = _argv if _k is None else _k.argv
-_decode: Callable[[bytes, Any], tuple[int, Any]] = decode if _k is None else _k.decode
+_k: Final = native.load("execution.scripting.cbridge")
+_script_argv: Final[Callable[[tuple[Any, ...]], list[bytes] | bytes]] = _argv if _k is None else _k.argv
+_decode: Final[Callable[[bytes, Any], tuple[int, Any]]] = decode if _k is None else _k.decode
