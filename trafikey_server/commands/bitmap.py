@@ -54,7 +54,7 @@ def _offset(c: Client, arg: bytes, bits: int = 0) -> int:
         raise CommandError(_BAD_OFFSET)
     if hashed:
         v = int64(v * bits)
-    if v < 0 or v >> 3 >= c.server.config.proto_max_bulk_len:
+    if v < 0 or v >> 3 >= c.server.max_bulk:
         raise CommandError(_BAD_OFFSET)
     return v
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
-from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
+from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, integer
 from ..services.blocking import may_block
 from ..util.errors import CommandError, syntax, wrong_args, wrongtype
 from ..util.parsing import LLONG_MAX, int64, to_int
@@ -41,6 +41,7 @@ from ..values.stream import (
     Group,
     Nack,
     Stream,
+    entry_reply,
     fmt_id,
     id_ms,
     make_id,
@@ -191,17 +192,6 @@ def logging(c: Client) -> bool:
     return c.server.aof is not None
 
 
-
-
-def entry_reply(sid: int, fields: list[bytes]) -> bytes:
-    """An entry as XRANGE and XREAD reply it: ``[id, [field, value, ...]]``.
-    One format for the ID and, for the common one-field entry, for the
-    whole reply: it runs once per entry of every read."""
-    text = b"%d-%d" % (sid >> 64, sid & SEQ_MASK)
-    if len(fields) == 2:
-        f, v = fields
-        return b"*2\r\n$%d\r\n%s\r\n*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(text), text, len(f), f, len(v), v)
-    return b"*2\r\n$%d\r\n%s\r\n" % (len(text), text) + bulks(fields)
 
 
 def last_valid_id(s: Stream) -> int:
@@ -446,8 +436,8 @@ def xtrim(c: Client, argv: list[bytes]) -> bytes:
 def _range_reply(s: Stream, start: int, end: int, count: int, rev: bool) -> bytes:
     out = [b""]
     n = 0
-    for sid, fields in s.range(start, end, rev):
-        out.append(entry_reply(sid, fields))
+    for sid, node, i in s.spans(start, end, rev):
+        out.append(node.entry_reply(i, sid))
         n += 1
         if n == count:
             break
@@ -778,7 +768,7 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
     # greatest deleted ID (range_has_tombstones's test) are taken once.
     first = s.first_id
     md = s.max_deleted_id if len(s) else 0
-    for sid, fields in s.range(start, MAX_ID):
+    for sid, node, i in s.spans(start, MAX_ID):
         if sid > g.last_id:
             if (g.entries_read != INVALID_ENTRIES_READ and g.last_id >= first
                     and not (md and g.last_id <= md)):
@@ -787,7 +777,7 @@ def _group_reply(s: Stream, start: int, count: int, g: Group, consumer: Consumer
                 g.entries_read = s.estimate_entries_read(sid)
             g.last_id = sid
             moved = True
-        out.append(entry_reply(sid, fields))
+        out.append(node.entry_reply(i, sid))
         if not noack:
             nack = g.pel.get(sid)
             if nack is None:

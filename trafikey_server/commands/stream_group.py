@@ -20,10 +20,9 @@ from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk, integer
 from ..util.errors import CommandError
 from ..util.parsing import int64, to_int
-from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, fmt_id
+from ..values.stream import INVALID_ENTRIES_READ, MAX_ID, Consumer, Group, Nack, Stream, entry_reply, fmt_id
 from .stream import (
     create_consumer,
-    entry_reply,
     error_format,
     get_stream,
     help_reply,

@@ -341,7 +341,7 @@ def getex(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _check_length(c: Client, size: int, more: int) -> None:
-    if size + more > c.server.config.proto_max_bulk_len:
+    if size + more > c.server.max_bulk:
         raise CommandError(_TOO_BIG)
 
 
@@ -520,7 +520,7 @@ def lcs(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(_LCS_BOTH)
     if len(a) >= _UINT32_MAX - 1 or len(b) >= _UINT32_MAX - 1:
         raise CommandError(_LCS_LONG)
-    if (len(a) + 1) * (len(b) + 1) * 4 > c.server.config.proto_max_bulk_len:
+    if (len(a) + 1) * (len(b) + 1) * 4 > c.server.max_bulk:
         raise CommandError(_LCS_MEMORY)
     table = LcsTable(a, b, keep_rows=not getlen)
     if getlen:

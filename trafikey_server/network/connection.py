@@ -627,7 +627,7 @@ class Connection(asyncio.Protocol):
             return
         c = self.client
         assert c is not None
-        py = self.py = PyParser(self.server.config.proto_max_bulk_len)
+        py = self.py = PyParser(self.server.max_bulk)
         py.feed(rest)
         if reqs:
             self._run(reqs, out)
@@ -670,7 +670,7 @@ class Connection(asyncio.Protocol):
         assert c is not None
         retained = self.retained
         self.reader = hiredis.Reader()
-        py = PyParser(self.server.config.proto_max_bulk_len)
+        py = PyParser(self.server.max_bulk)
         py.auth_required = not c.authenticated and c.server.acl.auth_required()
         py.feed(retained[0] if len(retained) == 1 else b"".join(retained))
         retained.clear()
@@ -681,7 +681,7 @@ class Connection(asyncio.Protocol):
     def _run_python(self, data: bytes, out: list[bytes]) -> None:
         py = self.py
         if py is None:
-            py = self.py = PyParser(self.server.config.proto_max_bulk_len)
+            py = self.py = PyParser(self.server.max_bulk)
         assert self.client is not None
         py.auth_required = not self.client.authenticated and self.client.server.acl.auth_required()
         py.feed(data)

@@ -9,7 +9,39 @@ code they stand in for stays where it was (commands/bitmap.py's
 tests/util/test_cbits.py holds the two to the same answers.
 """
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __attribute__((target("popcnt")))
+    static uint64_t tk_popcnt_hw(const unsigned char *p, Py_ssize_t words) {
+        uint64_t n = 0, w;
+        for (Py_ssize_t i = 0; i < words; i++) {
+            memcpy(&w, p + 8 * i, 8);
+            n += (uint64_t)__builtin_popcountll(w);
+        }
+        return n;
+    }
+    static int tk_has_popcnt(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("popcnt");
+    }
+    #else
+    static uint64_t tk_popcnt_hw(const unsigned char *p, Py_ssize_t words) { (void)p; (void)words; return 0; }
+    static int tk_has_popcnt(void) { return 0; }
+    #endif
+    """
+    uint64_t tk_popcnt_hw(const unsigned char *p, Py_ssize_t words) nogil
+    int tk_has_popcnt() nogil
+
+# The machine's popcnt instruction when it has one (checked once, at import):
+# four to six times the SWAR loop's speed over a long string.
+cdef bint _HW = tk_has_popcnt()
 
 cdef uint64_t _M = 0xC6A4A7935BD1E995ULL
 cdef uint64_t _SEED = 0xADC83B19ULL
@@ -18,7 +50,7 @@ cdef int _Q = 50
 
 
 cdef inline uint64_t _ones(uint64_t x) noexcept nogil:
-    # SWAR: no popcnt instruction is assumed of the machine the build runs on.
+    # SWAR: for machines without popcnt, and for the short ends of a range.
     x = x - ((x >> 1) & 0x5555555555555555ULL)
     x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL
@@ -32,14 +64,30 @@ cdef inline uint64_t _word(const unsigned char *p) noexcept nogil:
             | (<uint64_t>p[7] << 56))
 
 
-def popcount(const unsigned char[::1] v, Py_ssize_t lo, Py_ssize_t hi):
-    """Set bits among bits lo..hi (inclusive, bit 0 the high bit of byte 0)."""
+def popcount(object v, Py_ssize_t lo, Py_ssize_t hi):
+    """Set bits among bits lo..hi of a bytes or bytearray (inclusive, bit 0
+    the high bit of byte 0). The string is read in place: a typed
+    memoryview's buffer request cost more than counting 100,000 bits."""
     cdef Py_ssize_t s = lo >> 3
     cdef Py_ssize_t e = hi >> 3
     cdef Py_ssize_t i = s
     cdef uint64_t n = 0
-    cdef const unsigned char *p = &v[0]
+    cdef const unsigned char *p
+    cdef Py_ssize_t size
+    if type(v) is bytes:
+        p = <const unsigned char *>PyBytes_AS_STRING(v)
+        size = PyBytes_GET_SIZE(v)
+    elif type(v) is bytearray:
+        p = <const unsigned char *>PyByteArray_AS_STRING(v)
+        size = PyByteArray_GET_SIZE(v)
+    else:
+        raise TypeError("bytes or bytearray expected")
+    if lo < 0 or lo > hi or e >= size:
+        raise ValueError("bit range outside the string")
     with nogil:
+        if _HW and e + 1 - i >= 64:
+            n += tk_popcnt_hw(p + i, (e + 1 - i) >> 3)
+            i += ((e + 1 - i) >> 3) << 3
         while i + 8 <= e + 1:
             n += _ones(_word(p + i))
             i += 8

@@ -45,6 +45,7 @@ from types import ModuleType
 KERNELS: tuple[str, ...] = (
     "protocol.creader",
     "values.cindex",
+    "values.cstream",
     "execution.scripting.cbridge",
     "util.cbits",
 )

@@ -184,7 +184,8 @@ _words(8)
 def is_hll(v: bytes | bytearray) -> bool:
     """isHLLObjectOrReply's test of a string value."""
     n = len(v)
-    if n < HDR or v[:4] != b"HYLL" or v[4] > SPARSE:
+    # Byte by byte: a slice of the value would copy it for each PFADD.
+    if n < HDR or v[0] != 72 or v[1] != 89 or v[2] != 76 or v[3] != 76 or v[4] > SPARSE:  # "HYLL"
         return False
     return v[4] != DENSE or n == DENSE_SIZE
 
