@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from ..protocol.args import mpop_args
-from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer
+from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer, scored_run2
 from ..services.blocking import may_block, parse_timeout
 from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
@@ -152,6 +152,9 @@ def _pair2(s: float, m: bytes) -> bytes:
 def _with_scores(c: Client, pairs: list[tuple[float, bytes]]) -> bytes:
     """[member, score] pairs: flat in RESP2, nested in RESP3."""
     if c.resp == 2:
+        written = scored_run2(pairs)
+        if written is not None:
+            return written
         out = [array_header(2 * len(pairs))]
         out += [_pair2(s, m) for s, m in pairs]
     else:

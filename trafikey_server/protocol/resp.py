@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from ..util import native
 from ..util.floats import format_double
 
 OK: Final = b"+OK\r\n"
@@ -61,8 +62,17 @@ def array_header(n: int) -> bytes:
     return b"*%d\r\n" % n
 
 
+# The compiled writer (protocol/cwriter.pyx), when built: the same bytes as
+# bulks, bulk_run and scored_run2's callers' pure code, in one buffer.
+_k: Final = native.load("protocol.cwriter")
+
+
 def bulks(items: Sequence[bytes]) -> bytes:
     """An array of bulk strings: the most common multi-value reply."""
+    if _k is not None:
+        out: bytes | None = _k.bulks(items)
+        if out is not None:
+            return out
     return array_header(len(items)) + bulk_run(items)
 
 
@@ -70,9 +80,23 @@ def bulk_run(items: Iterable[bytes]) -> bytes:
     """Bulk strings back to back (the body of an array, set or push). A
     short one's header comes from a table: a third cheaper than formatting
     each, which counts in replies of many members (LRANGE, SMEMBERS)."""
+    if _k is not None:
+        out: bytes | None = _k.bulk_run(items)
+        if out is not None:
+            return out
     heads = _BULK_HEADS
     return b"".join([heads[len(b)] + b + b"\r\n" if len(b) < 1024 else b"$%d\r\n%s\r\n" % (len(b), b)
                      for b in items])
+
+
+def scored_run2(pairs: list[tuple[float, bytes]]) -> bytes | None:
+    """``(score, member)`` pairs as RESP2 writes a WITHSCORES reply (an
+    array of member and score bulks), by the compiled writer; None without
+    it, for the caller's own code to answer."""
+    if _k is None:
+        return None
+    out: bytes | None = _k.pairs2(pairs, format_double)
+    return out
 
 
 def array(encoded: Sequence[bytes]) -> bytes:

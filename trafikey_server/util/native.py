@@ -44,6 +44,7 @@ from types import ModuleType
 # Relative to the package; setup.py reads these tuples to know what to compile.
 KERNELS: tuple[str, ...] = (
     "protocol.creader",
+    "protocol.cwriter",
     "values.cindex",
     "values.cstream",
     "execution.scripting.cbridge",
