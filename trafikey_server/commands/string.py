@@ -34,7 +34,7 @@ _EXPIRE_BITS: Final = {b"ex": _EX, b"px": _PX, b"exat": _EXAT, b"pxat": _PXAT}
 def option(b: bytes) -> bytes:
     """An option word as Valkey compares it: case-folded, and cut at a NUL
     byte, since the comparison runs on the C string."""
-    if b"\0" in b:
+    if 0 in b:
         b = b[: b.index(b"\0")]
     return b.lower()
 

@@ -65,7 +65,7 @@ def _range_double(b: bytes) -> float | None:
         b = b[:nul]
     if not b:
         return 0.0
-    if b[0] in _SPACE or b[-1] in _SPACE or b"_" in b:
+    if b[0] in _SPACE or b[-1] in _SPACE or 95 in b:  # "_"
         return None
     try:
         x = float(b)

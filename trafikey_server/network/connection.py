@@ -496,11 +496,11 @@ class Connection(asyncio.Protocol):
             _HUGE_COUNT(data) is not None
             or ((126 in data or 62 in data or 124 in data or 37 in data) and _HUGE_AGG(data) is not None)
             or self.server.huge_bulk(data) is not None
-            or (43 in data and b"\n+" in data)
-            or (61 in data and b"\n=" in data)
-            or (40 in data and b"\n(" in data)
-            or (126 in data and b"\n~" in data)
-            or (124 in data and b"\n|" in data)
+            or (43 in data and data.find(b"\n+") >= 0)
+            or (61 in data and data.find(b"\n=") >= 0)
+            or (40 in data and data.find(b"\n(") >= 0)
+            or (126 in data and data.find(b"\n~") >= 0)
+            or (124 in data and data.find(b"\n|") >= 0)
             or _LONE_CR(data) is not None
             or (data[0] in _TYPED_ITEM if tail is None
                 else (tail[-1] == 13 and data[0] != 10) or _split_length(tail + data[:_TAIL], self.server.huge_bulk))

@@ -266,7 +266,9 @@ def parse_double(b: bytes) -> float | None:
         x = float(b)
     except ValueError:
         return None
-    if x != x or b"_" in b:
+    # 95 is "_": given bytes, bytes.__contains__ first tries the argument as
+    # an index and formats the TypeError it then drops (a third of GEOADD).
+    if x != x or 95 in b:
         return None
     if x == _INF or x == _NINF:
         if b.lower() not in _INF_WORDS:

@@ -60,7 +60,7 @@ def _text(b: bytes) -> bytes:
     """An argument quoted inside an error line: a CR or LF in it would end
     the reply early, so they become spaces (as Valkey's own error replies
     do)."""
-    if b"\r" in b or b"\n" in b:
+    if 13 in b or 10 in b:  # CR, LF
         return b.replace(b"\r", b" ").replace(b"\n", b" ")
     return b
 
