@@ -48,9 +48,9 @@ cdef int _put(Out *o, const char *s, Py_ssize_t n) except -1:
     return 0
 
 
-cdef Py_ssize_t _udec(char *buf, uint64_t v) noexcept:
-    """v in decimal at the end of buf[0:24]; the index it starts at."""
-    cdef Py_ssize_t i = 24
+cdef Py_ssize_t _udec(char *buf, Py_ssize_t end, uint64_t v) noexcept:
+    """v in decimal in buf, ending before ``end``; the index it starts at."""
+    cdef Py_ssize_t i = end
     while True:
         i -= 1
         buf[i] = <char>(48 + v % 10)
@@ -61,27 +61,15 @@ cdef Py_ssize_t _udec(char *buf, uint64_t v) noexcept:
 
 cdef Py_ssize_t _id_text(char *buf, uint64_t ms, uint64_t seq) noexcept:
     """``ms-seq`` at the end of buf[0:48]; the index it starts at."""
-    cdef Py_ssize_t i = 48
-    while True:
-        i -= 1
-        buf[i] = <char>(48 + seq % 10)
-        seq //= 10
-        if seq == 0:
-            break
-    i -= 1
+    cdef Py_ssize_t i = _udec(buf, 48, seq) - 1
     buf[i] = 45
-    while True:
-        i -= 1
-        buf[i] = <char>(48 + ms % 10)
-        ms //= 10
-        if ms == 0:
-            return i
+    return _udec(buf, i, ms)
 
 
 cdef int _head(Out *o, char kind, Py_ssize_t n) except -1:
     """``*n\\r\\n`` or ``$n\\r\\n``."""
     cdef char buf[24]
-    cdef Py_ssize_t i = _udec(buf, <uint64_t>n)
+    cdef Py_ssize_t i = _udec(buf, 24, <uint64_t>n)
     _room(o, 27)
     o.p[o.n] = kind
     memcpy(o.p + o.n + 1, buf + i, 24 - i)
@@ -109,7 +97,7 @@ cdef int _int_bulk(Out *o, int64_t v) except -1:
     cdef uint64_t u = <uint64_t>v
     if v < 0:
         u = (~u) + 1
-    i = _udec(buf, u)
+    i = _udec(buf, 24, u)
     if v < 0:
         i -= 1
         buf[i] = 45
