@@ -29,6 +29,7 @@ from .execution.scripting.busy import Busy
 from .execution.scripting.engine import Engine, Run
 from .execution.scripting.library import Libraries
 from .keyspace.db import Db
+from .network.connection import flush_writes
 from .network.listener import Listener
 from .network.tls import Tls
 from .protocol.table import Table, default_table
@@ -227,6 +228,11 @@ class Server:
         """A client with no connection (id 0): the one scripts run their
         commands as, and the one the append-only log is replayed with."""
         return Client(self, 0)
+
+    def flush_writes(self) -> None:
+        """Write every connection's queued output now (network/connection.py's
+        end of the turn, for the busy-script loop)."""
+        flush_writes(self)
 
     def client_connected(self, conn: Connection, c: Client) -> None:
         self.clients[c.id] = c

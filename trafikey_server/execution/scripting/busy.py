@@ -74,6 +74,8 @@ class BusyHost(Protocol):
     @property
     def listeners(self) -> Sequence[BusyListener]: ...
 
+    def flush_writes(self) -> None: ...
+
 
 _READ = 1 << 16
 
@@ -167,6 +169,11 @@ class Busy:
         """One turn of the busy loop: serve what is ready, wait for nothing."""
         server = self.server
         server.busy_run = run
+        # Replies queued for the end of the turn in which the script began
+        # go out now, as Valkey writes pending replies while it processes
+        # events during a busy script: a client waiting for one would never
+        # send the request this loop is to answer.
+        server.flush_writes()
         caller = run.caller
         fds: dict[int, BusyConnection] = {}
         listeners: dict[int, BusyListener] = {}
