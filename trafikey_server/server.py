@@ -81,6 +81,8 @@ class Server:
         self.zset_limits: tuple[int, int] = (0, 0)
         self.set_limits: tuple[int, int] = (0, 0)
         self.list_limits: tuple[int, int] = (0, 0)
+        self.hll_sparse_max = 0  # hll-sparse-max-bytes, read by every PFADD
+        self.stream_node_limits: tuple[int, int] = (0, 0)  # stream-node-max-bytes and -entries, by every XADD
         self.refresh_limits()
         self.pid = os.getpid()
         self.version = __version__
@@ -194,8 +196,11 @@ class Server:
 
     def refresh_limits(self) -> None:
         """The listpack thresholds the hash and sorted-set writes consult,
-        kept as attributes so a write reads them without a config lookup."""
+        the HyperLogLog's sparse limit and the stream node's, kept as
+        attributes so a write reads them without a config lookup."""
         v = self.config.values
+        self.hll_sparse_max = v["hll-sparse-max-bytes"]
+        self.stream_node_limits = (v["stream-node-max-bytes"], v["stream-node-max-entries"])
         for vt in valuetypes.registered():
             if vt.listpack_limits is not None:
                 attr, entries, value = vt.listpack_limits
@@ -211,7 +216,7 @@ class Server:
         self.scripting.reseed_random()
         self.memory.forget_samples()
         for db in self.dbs:
-            for v in db.data.values():
+            for v in db.values():
                 if type(v) is SetValue:
                     v.pool = None
 
@@ -273,7 +278,6 @@ class Server:
         da.expires, db_.expires = db_.expires, da.expires
         da._heap, db_._heap = db_._heap, da._heap
         da.swap_fields(db_)
-        da.access, db_.access = db_.access, da.access
         da.float_ints, db_.float_ints = db_.float_ints, da.float_ints
         # Clients stay on their database index: keys now holding a value
         # there may serve them (after SWAPDB, as Valkey's dbSwapDatabases).

@@ -32,7 +32,7 @@ def test_the_kept_listpack_size_follows_every_write() -> None:
                 b"LMOVE": [b"l", b"LEFT", b"RIGHT"],
             }[op]
             execute(c, [op, b"l", *args])
-            lst = s.dbs[0].data.get(b"l")
+            lst = s.dbs[0].stored(b"l")
             if lst is None:
                 continue
             if not lst.big:

@@ -82,10 +82,10 @@ def _set_use(db: Db, key: bytes, idle: int, freq: int) -> None:
     IDLETIME the last access under any other (each ignored otherwise)."""
     if db.lfu is not None:
         if freq >= 0:
-            db.access[key] = db.lfu.minutes() << 8 | freq
+            db.set_use_field(key, db.lfu.minutes() << 8 | freq)
     elif idle >= 0:
         at = (db.clock.lru & LRU_CLOCK_MAX) - idle
-        db.access[key] = at + LRU_CLOCK_MAX if at < 0 else at
+        db.set_use_field(key, at + LRU_CLOCK_MAX if at < 0 else at)
 
 
 def restore(c: Client, argv: list[bytes]) -> bytes:

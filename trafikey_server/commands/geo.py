@@ -154,42 +154,50 @@ def _position(c: Client, score: float) -> bytes:
 def geoadd(c: Client, argv: list[bytes]) -> bytes:
     n = len(argv)
     i = 2
-    nx = xx = False
+    nx = xx = ch = False
     while i < n:
         w = word(argv[i])
         if w == b"nx":
             nx = True
         elif w == b"xx":
             xx = True
-        elif w != b"ch":
+        elif w == b"ch":
+            ch = True
+        else:
             break
         i += 1
-    if (n - i) % 3 or (xx and nx):
+    if (n - i) % 3 or (xx and nx) or n == i:
         raise syntax()
-    zargv = [b"ZADD", *argv[1:i]]
+    hashes: list[int] = []
     for j in range(i, n, 3):
         x, y = _lon_lat(argv[j], argv[j + 1])
-        zargv.append(b"%d" % score_of(x, y))
-        zargv.append(argv[j + 2])
-    # ZADD does the work; whether it changes anything decides whether the
-    # ZADD is logged. Up to the first change nothing has moved, so the set
-    # as it is now answers for every element before it.
+        hashes.append(score_of(x, y))
+    members = argv[i + 2 : n : 3]
+    # ZADD's writes do the work, and the ZADD they stand for is what is
+    # logged, if anything changes. Up to the first change nothing has moved,
+    # so the set as it is now answers for every element before it.
     zs = c.db.get_zset(argv[1])
     table = zs.scores if zs is not None else {}
     changes = False
-    for k in range(i, len(zargv), 2):
-        old = table.get(zargv[k + 1])
+    for k, m in enumerate(members):
+        old = table.get(m)
         if old is None:
             if not xx:
                 changes = True
                 break
-        elif not nx and float(zargv[k]) != old:
+        elif not nx and float(hashes[k]) != old:
             changes = True
             break
-    reply = zset_commands.zadd(c, zargv)
+    flags = (zset_commands.ZADD_NX if nx else 0) | (zset_commands.ZADD_XX if xx else 0) | \
+        (zset_commands.ZADD_CH if ch else 0)
+    reply = zset_commands.add_scored(c, argv[1], flags, [float(h) for h in hashes], members)
     if not changes:
         c.server.dirty -= 1
     else:
+        zargv = [b"ZADD", *argv[1:i]]
+        for k, m in enumerate(members):
+            zargv.append(b"%d" % hashes[k])
+            zargv.append(m)
         propagate(c, [zargv])
     return reply
 

@@ -52,7 +52,7 @@ def _editable(c: Client, key: bytes, v: bytes | bytearray) -> bytearray:
 
 
 def _max_bytes(c: Client) -> int:
-    return c.server.config.values["hll-sparse-max-bytes"]
+    return c.server.hll_sparse_max
 
 
 def _log(c: Client, argv: list[bytes], close: bool) -> None:

@@ -538,7 +538,7 @@ def object_idletime(c: Client, argv: list[bytes]) -> bytes:
         return c.r.null
     if db.lfu is not None:
         raise CommandError(_LFU_SELECTED)
-    return integer(idle_ms(db.clock, db.access.get(argv[2])) // 1000)
+    return integer(idle_ms(db.clock, db.use_field(argv[2])) // 1000)
 
 
 def object_freq(c: Client, argv: list[bytes]) -> bytes:
@@ -548,7 +548,7 @@ def object_freq(c: Client, argv: list[bytes]) -> bytes:
         return c.r.null
     if db.lfu is None:
         raise CommandError(_NO_LFU)
-    return integer(db.lfu.counter(db.access.get(argv[2])))
+    return integer(db.lfu.counter(db.use_field(argv[2])))
 
 
 _OBJECT_HELP = (

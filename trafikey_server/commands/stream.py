@@ -340,8 +340,7 @@ def _trim_args(c: Client, argv: list[bytes], xadd: bool) -> tuple[_Trim, int]:
 
 
 def _node_limits(c: Client) -> tuple[int, int]:
-    values = c.server.config.values
-    return values["stream-node-max-bytes"], values["stream-node-max-entries"]
+    return c.server.stream_node_limits
 
 
 def _trim(s: Stream, t: _Trim) -> int:

@@ -112,6 +112,8 @@ def get(c: Client, argv: list[bytes]) -> bytes:
     if v is None:
         c.db.notify(b"keymiss", argv[1])
         return c.r.null
+    if type(v) is bytes:  # narrowed, the compiled format is one allocation
+        return b"$%d\r\n%s\r\n" % (len(v), v)
     return b"$%d\r\n%s\r\n" % (len(v), v)
 
 
@@ -428,7 +430,7 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
     v = db.get_string(key)
     cur = 0
     if v is not None:
-        n = to_int(bytes(v)) if len(v) <= 20 else None
+        n = to_int(v)
         if n is None:
             raise not_integer()
         cur = n

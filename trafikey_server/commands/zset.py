@@ -172,7 +172,16 @@ def _pairs_reply(c: Client, pairs: list[tuple[float, bytes]], withscores: bool) 
 
 # -- ZADD / ZINCRBY -------------------------------------------------------------------
 
-_NX, _XX, _GT, _LT, _CH, _INCR = 1, 2, 4, 8, 16, 32
+# ZADD's options as flags (GEOADD passes its NX, XX and CH to add_scored).
+ZADD_NX: Final = 1
+ZADD_XX: Final = 2
+_GT: Final = 4
+_LT: Final = 8
+ZADD_CH: Final = 16
+_INCR: Final = 32
+_NX: Final = ZADD_NX
+_XX: Final = ZADD_XX
+_CH: Final = ZADD_CH
 _ZADD_FLAGS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"ch": _CH, b"incr": _INCR}
 
 
@@ -209,16 +218,24 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
         raise CommandError(b"ERR INCR option supports a single increment-element pair")
     # Every score is checked before anything changes: ZADD is all or nothing.
     scores = []
-    maxlen = 0
     for j in range(i, n, 2):
         s = parse_double(argv[j])
         if s is None:
             raise not_float()
         scores.append(s)
-        ml = len(argv[j + 1])
-        if ml > maxlen:
-            maxlen = ml
-    key = argv[1]
+    return add_scored(c, argv[1], flags, scores, argv[i + 1 : n : 2])
+
+
+def add_scored(c: Client, key: bytes, flags: int, scores: list[float], members: list[bytes]) -> bytes:
+    """ZADD's writes, events and reply, for options already checked and
+    scores already read (GEOADD computes its own, rather than writing them
+    as text for ZADD to read back)."""
+    nx, xx, gt, lt, incr = flags & _NX, flags & _XX, flags & _GT, flags & _LT, flags & _INCR
+    pairs = len(scores)
+    maxlen = 0
+    for m in members:
+        if len(m) > maxlen:
+            maxlen = len(m)
     db = c.db
     zs = db.get_zset(key)
     entries = value = 0  # only consulted while the set is a listpack
@@ -237,7 +254,7 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
     newscore = 0.0
     table = zs.scores
     for k, s in enumerate(scores):
-        m = argv[i + 1 + 2 * k]
+        m = members[k]
         old = table.get(m)
         if old is not None:
             if nx:

@@ -27,7 +27,7 @@ command by command it rewrites the file's base from the restored keyspace.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,16 +70,16 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _copy_db(db: Db, data: dict[bytes, Any], expires: dict[bytes, int], now: int,
+def _copy_db(db: Db, items: Iterable[tuple[bytes, Any]], expires: dict[bytes, int], now: int,
              drop_fields: bool) -> tuple[dict[bytes, Any], dict[bytes, int]]:
-    """The live keys of one database (``data``/``expires``), each value
+    """The live keys of one database (``items``/``expires``), each value
     copied; keys past their time at ``now`` are left out, and with
     ``drop_fields`` so are hash fields past theirs (a hash left with none
     goes too)."""
     out: dict[bytes, Any] = {}
     out_exp: dict[bytes, int] = {}
     copiers = {cls: vt.copy for cls, vt in BY_CLASS.items()}
-    for key, v in data.items():
+    for key, v in items:
         if expires:
             t = expires.get(key)
             if t is not None:
@@ -112,7 +112,7 @@ class NamedSnapshots:
         """Keep a copy of every database under name (replacing one of that name)."""
         now = self.server.clock.ms()
         with _no_gc():
-            self.saved[name] = [_copy_db(db, db.data, db.expires, now, True) for db in self.server.dbs]
+            self.saved[name] = [_copy_db(db, db.items(), db.expires, now, True) for db in self.server.dbs]
 
     def delete(self, names: list[bytes]) -> int:
         n = 0
@@ -139,7 +139,7 @@ class NamedSnapshots:
         restored = 0
         for dbid, (data, expires) in enumerate(kept):
             if data:
-                res.dbs[dbid] = _copy_db(server.dbs[dbid], data, expires, now, False)
+                res.dbs[dbid] = _copy_db(server.dbs[dbid], data.items(), expires, now, False)
                 restored += len(res.dbs[dbid][0])
         # The brand stays as the server has it, whatever the snapshot holds.
         db0 = server.dbs[0]

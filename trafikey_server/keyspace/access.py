@@ -2,10 +2,10 @@
 
 Valkey keeps 24 bits per object: under an LRU policy (and noeviction) the
 LRU clock in seconds when the key was last looked up; under an LFU policy a
-16-bit time in minutes and an 8-bit logarithmic counter (evict.c). Here a
-database keeps the same figure per key in ``Db.access`` (one dict store per
-lookup of a live key), written as the seconds of ``Clock.lru`` or, while an
-LFU policy is selected, as ``minutes << 8 | counter`` by ``Lfu.hit``.
+16-bit time in minutes and an 8-bit logarithmic counter (evict.c). Here each
+key's ``KeyEntry`` (keyspace/db.py) keeps the same figure beside the value,
+written on every lookup of a live key as the seconds of ``Clock.lru`` or,
+while an LFU policy is selected, as ``minutes << 8 | counter`` by ``Lfu.hit``.
 """
 
 from __future__ import annotations
@@ -55,16 +55,16 @@ class Lfu:
                 counter = 0 if periods > counter else counter - periods
         return counter
 
-    def hit(self, access: dict[bytes, int], key: bytes) -> None:
-        """updateLFU: decay, then a logarithmic increment."""
-        counter = self.counter(access.get(key))
+    def hit(self, field: int) -> int:
+        """updateLFU: decay, then a logarithmic increment; the new field."""
+        counter = self.counter(field)
         if counter < 255:
             base = counter - LFU_INIT_VAL
             if base < 0:
                 base = 0
             if rng.random() < 1.0 / (base * self.log_factor + 1):
                 counter += 1
-        access[key] = self.minutes() << 8 | counter
+        return self.minutes() << 8 | counter
 
 
 def idle_ms(clock: Clock, field: int | None) -> int:

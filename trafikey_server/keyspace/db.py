@@ -19,10 +19,12 @@ flushed or swapped away is ready for the clients that wait to hear of that
 (XREADGROUP, ``_gone``), and XADD signals its key on every entry
 (``signal_ready``); each costs one test of ``blocking`` when nobody waits.
 
-A lookup of a live key records its use in ``access`` (access.py: the LRU
-clock, or the LFU counter while ``lfu`` is set), as Valkey's lookupKey
-updates the object's LRU field: one dict store per lookup. ``peek`` reads
-without it (Valkey's LOOKUP_NOTOUCH: OBJECT).
+Each key's value sits in a ``KeyEntry`` beside its use (access.py: the LRU
+clock, or the LFU field while ``lfu`` is set), as Valkey's object carries
+its LRU field: a lookup of a live key finds the value and writes its use in
+one place, where a second dict cost every GET a second lookup's cache
+misses. ``peek`` reads without recording the use (Valkey's LOOKUP_NOTOUCH:
+OBJECT); ``stored`` reads what is stored, live or not.
 
 A write's side effects are carried by the write call, as Valkey's setKey,
 dbDelete and notifyKeyspaceEvent carry them: ``notify`` raises an event
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from ..util.errors import wrongtype
 from ..values.hash import Hash
@@ -58,15 +60,28 @@ if TYPE_CHECKING:
 _PRUNE_AT: Final = 256
 
 
+@final
+class KeyEntry:
+    """A key's value and its use (the LRU clock in seconds, or the LFU
+    field: access.py), kept together as Valkey's object keeps them."""
+
+    __slots__ = ("value", "lru")
+
+    def __init__(self, value: Any, lru: int) -> None:
+        self.value: Any = value
+        self.lru: int = lru
+
+
 class Db:
     __slots__ = ("id", "data", "expires", "_heap", "clock", "watchers", "avg_ttl", "on_expire", "events", "blocking",
                  "ready_keys", "ready_sink", "expired_count", "expiry_paused", "signalled", "observers",
-                 "volatile", "_fheap", "on_fields_expire", "fields_expired", "access", "lfu", "float_ints")
+                 "volatile", "_fheap", "on_fields_expire", "fields_expired", "lfu", "float_ints")
 
     def __init__(self, id: int, clock: Clock) -> None:
         self.id = id
         self.clock = clock
-        self.data: dict[bytes, Any] = {}
+        # key -> its KeyEntry; ``in``, ``len`` and iteration read it as the keyspace.
+        self.data: dict[bytes, KeyEntry] = {}
         self.expires: dict[bytes, int] = {}
         self._heap: list[tuple[int, bytes]] = []
         # key -> the clients watching it (in WATCH order) and their watch;
@@ -109,9 +124,8 @@ class Db:
         self.on_fields_expire: Callable[[int, bytes, list[bytes], bool], None] | None = None
         # Fields removed by expiry, by the sweep or by a write (INFO's expired_fields).
         self.fields_expired = 0
-        # key -> its LRU clock or LFU field (access.py); the LFU rules while
-        # an LFU maxmemory-policy is selected, else None.
-        self.access: dict[bytes, int] = {}
+        # The LFU rules while an LFU maxmemory-policy is selected, else None
+        # (each KeyEntry's ``lru`` is then the LFU field).
         self.lfu: Lfu | None = None
         # -- strings --
         # INCRBYFLOAT results that read as integers yet are embstr in
@@ -131,71 +145,108 @@ class Db:
         """The live value of key, or None; an expired key is removed first.
         As in Valkey, a key lives through its expiry millisecond and is
         gone the one after."""
-        v = self.data.get(key)
-        if v is not None:
-            if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
-                self._expire(key)
-                return None
-            if self.lfu is None:
-                self.access[key] = self.clock.lru
-            else:
-                self.lfu.hit(self.access, key)
-        return v
+        r = self.data.get(key)
+        if r is None:
+            return None
+        if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+            self._expire(key)
+            return None
+        if self.lfu is None:
+            r.lru = self.clock.lru
+        else:
+            r.lru = self.lfu.hit(r.lru)
+        return r.value
 
     def peek(self, key: bytes) -> Any:
         """The live value of key without recording a use (LOOKUP_NOTOUCH)."""
-        v = self.data.get(key)
-        if v is not None and self.expires and key in self.expires:
-            if self.expires[key] < self.clock.ms():
-                self._expire(key)
-                return None
-        return v
+        r = self.data.get(key)
+        if r is None:
+            return None
+        if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
+            self._expire(key)
+            return None
+        return r.value
+
+    def stored(self, key: bytes) -> Any:
+        """What is stored under key, live or past its time, or None; no
+        use recorded, nothing expired (the job core's row reads, the
+        append-only log's effects, eviction)."""
+        r = self.data.get(key)
+        return None if r is None else r.value
+
+    def values(self) -> Iterator[Any]:
+        """Every stored value."""
+        for r in self.data.values():
+            yield r.value
+
+    def items(self) -> Iterator[tuple[bytes, Any]]:
+        """Every stored key and value (a save, a rewrite, MEMORY's count)."""
+        for k, r in self.data.items():
+            yield k, r.value
+
+    def load_values(self, data: dict[bytes, Any]) -> None:
+        """Values loaded in place of an empty database's (an RDB load, a
+        named snapshot), each used now."""
+        lru = self.clock.lru if self.lfu is None else self.lfu.fresh()
+        self.data = {k: KeyEntry(v, lru) for k, v in data.items()}
+
+    def use_field(self, key: bytes) -> int | None:
+        """The key's LRU clock or LFU field (OBJECT IDLETIME and FREQ, eviction)."""
+        r = self.data.get(key)
+        return None if r is None else r.lru
+
+    def set_use_field(self, key: bytes, field: int) -> None:
+        """RESTORE's IDLETIME or FREQ, in place of the key's field."""
+        self.data[key].lru = field
 
     # The typed reads repeat get()'s few lines instead of calling it: they
     # are the hottest calls in the server, and a call is most of their cost.
 
     def get_hash(self, key: bytes) -> Hash | None:
-        v = self.data.get(key)
-        if v is None:
+        r = self.data.get(key)
+        if r is None:
             return None
         if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
             self._expire(key)
             return None
+        v = r.value
         if type(v) is Hash:
             if self.lfu is None:
-                self.access[key] = self.clock.lru
+                r.lru = self.clock.lru
             else:
-                self.lfu.hit(self.access, key)
+                r.lru = self.lfu.hit(r.lru)
             return v
         raise wrongtype()
 
     def get_zset(self, key: bytes) -> ZSet | None:
-        v = self.data.get(key)
-        if v is None:
+        r = self.data.get(key)
+        if r is None:
             return None
         if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
             self._expire(key)
             return None
+        v = r.value
         if type(v) is ZSet:
             if self.lfu is None:
-                self.access[key] = self.clock.lru
+                r.lru = self.clock.lru
             else:
-                self.lfu.hit(self.access, key)
+                r.lru = self.lfu.hit(r.lru)
             return v
         raise wrongtype()
 
     def get_string(self, key: bytes) -> bytes | bytearray | None:
-        v = self.data.get(key)
-        if v is None:
+        r = self.data.get(key)
+        if r is None:
             return None
         if self.expires and key in self.expires and self.expires[key] < self.clock.ms():
             self._expire(key)
             return None
+        v = r.value
         if type(v) is bytes or type(v) is bytearray:
             if self.lfu is None:
-                self.access[key] = self.clock.lru
+                r.lru = self.clock.lru
             else:
-                self.lfu.hit(self.access, key)
+                r.lru = self.lfu.hit(r.lru)
             return v
         raise wrongtype()
 
@@ -231,15 +282,14 @@ class Db:
             self.events.storing(self, key)
         waited = self.blocking and key in self.blocking
         added = waited and (key not in self.data or self.key_is_expired(key))
-        self.data[key] = value
+        r = self.data.get(key)
+        if r is None:
+            self.data[key] = KeyEntry(value, self.clock.lru if self.lfu is None else self.lfu.fresh())
+        else:
+            r.value = value
+            r.lru = self.clock.lru if self.lfu is None else self.lfu.hit(r.lru)
         if type(value) is Hash and value.ttl is not None:
             self.track_fields(key, min(value.ttl.values()))
-        if self.lfu is None:
-            self.access[key] = self.clock.lru
-        elif key in self.access:
-            self.lfu.hit(self.access, key)
-        else:
-            self.access[key] = self.lfu.fresh()
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         if self.float_ints is not None:  # an INCRBYFLOAT mark is for the value it was made for
@@ -259,10 +309,9 @@ class Db:
         and then wrote nothing: Valkey's dbAdd alone tells no watcher)."""
         if self.events:
             self.events.emit(self, b"new", key)
-        self.data[key] = value
+        self.data[key] = KeyEntry(value, self.clock.lru if self.lfu is None else self.lfu.fresh())
         if type(value) is Hash and value.ttl is not None:
             self.track_fields(key, min(value.ttl.values()))
-        self.access[key] = self.clock.lru if self.lfu is None else self.lfu.fresh()
         if self.float_ints is not None:
             self._forget_float_int(key)
         if self.signalled and signal:
@@ -295,8 +344,8 @@ class Db:
         is swapped with ``other``'s (SWAPDB): each waited-for key that goes
         or changes type."""
         for key in list(self.blocking):
-            v = self.data.get(key)
-            if v is not None and type(v) is not type(other.data.get(key)):
+            v = self.stored(key)
+            if v is not None and type(v) is not type(other.stored(key)):
                 self._gone(key)
 
     def signal_all_ready(self) -> None:
@@ -311,7 +360,6 @@ class Db:
         if self.get(key) is None:
             return False
         del self.data[key]
-        self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
         if self.float_ints is not None:
@@ -353,7 +401,7 @@ class Db:
         """Put an equal copy in place of a live key's value (Valkey's
         dbReplaceValue, as dbUnshareStringValue uses it before an in-place
         edit): the TTL stays and nobody is told, the value being unchanged."""
-        self.data[key] = value
+        self.data[key].value = value
 
     # -- strings: what each write stores (values/string.py's rules) ----------
 
@@ -384,9 +432,16 @@ class Db:
     def set_int(self, key: bytes, text: bytes, exists: bool, event: bytes | None) -> None:
         """A counter's new integer text under key (INCR and its kin): in
         place of the value, TTL kept, when ``exists``, else added; then
-        ``event``."""
+        ``event``. A key that ``exists`` was just read live, so its use is
+        recorded and nothing is due to expire: set()'s checks are spent."""
         if exists:
-            self.set(key, text, True)
+            self.data[key].value = text
+            if self.float_ints is not None:
+                self._forget_float_int(key)
+            if self.signalled:
+                self._signal(key)
+            if self.blocking and key in self.blocking:
+                self._gone(key)  # overwritten: as in set()
         else:
             self.add(key, text)
         if event is not None:
@@ -405,7 +460,7 @@ class Db:
         if signal:
             self.set(key, b, keep_ttl=True)
         else:
-            self.data[key] = b
+            self.data[key].value = b
             if self.float_ints is not None:
                 self._forget_float_int(key)
         return b
@@ -416,12 +471,11 @@ class Db:
         t = self.float_ints
         if t is None:
             t = self.float_ints = {}
-        t[key] = self.data[key]
+        t[key] = self.data[key].value
         n = len(t)
         if n > _PRUNE_AT and n & (n - 1) == 0:
             # At each power of two: drop marks whose key holds something else.
-            data = self.data
-            for k in [k for k, o in t.items() if data.get(k) is not o]:
+            for k in [k for k, o in t.items() if self.stored(k) is not o]:
                 del t[k]
 
     def _forget_float_int(self, key: bytes) -> None:
@@ -441,7 +495,7 @@ class Db:
         """Call before giving key an expire: Valkey may re-create its value
         (an embstr under a long key has no room for one: it becomes raw)."""
         if len(key) >= EXPIRE_NEEDS_ROOM and key not in self.expires:
-            v = self.data.get(key)
+            v = self.stored(key)
             if type(v) is bytes and self.string_encoding(key, v) == b"embstr":
                 self.set(key, bytearray(v), keep_ttl=True)
 
@@ -546,7 +600,6 @@ class Db:
         self._heap = []
         self.volatile = {}
         self._fheap = []
-        self.access = {}
         self.float_ints = None
         return n
 
@@ -556,7 +609,6 @@ class Db:
         self.expired_count += 1
         del self.data[key]
         del self.expires[key]
-        self.access.pop(key, None)
         if self.float_ints is not None:
             self._forget_float_int(key)
         if self.events:
@@ -675,17 +727,15 @@ class Db:
 
     def has_field_ttls(self) -> bool:
         """Some hash here holds a field with a TTL."""
-        data = self.data
-        return any(type(v) is Hash and v.ttl is not None for v in map(data.get, list(self.volatile)))
+        return any(type(v) is Hash and v.ttl is not None for v in map(self.stored, list(self.volatile)))
 
     def count_volatile(self) -> int:
         """INFO's keys_with_volatile_items."""
-        data = self.data
-        return sum(1 for v in map(data.get, list(self.volatile)) if type(v) is Hash and v.ttl is not None)
+        return sum(1 for v in map(self.stored, list(self.volatile)) if type(v) is Hash and v.ttl is not None)
 
     def find_volatile(self) -> None:
         """Rebuild the field-expiry schedule from the data (after a load)."""
-        self.volatile = {k: min(v.ttl.values()) for k, v in self.data.items() if type(v) is Hash and v.ttl}
+        self.volatile = {k: min(v.ttl.values()) for k, v in self.items() if type(v) is Hash and v.ttl}
         self._fheap = [(t, k) for k, t in self.volatile.items()]
         heapq.heapify(self._fheap)
 
@@ -701,7 +751,7 @@ class Db:
             when, key = heapq.heappop(heap)
             if volatile.get(key) != when:
                 continue  # rescheduled since
-            h = self.data.get(key)
+            h = self.stored(key)
             if type(h) is not Hash or h.ttl is None or (key in self.expires and self.expires[key] < now):
                 # Gone, or under its own expiry, which removes it whole.
                 del volatile[key]
@@ -721,7 +771,6 @@ class Db:
             if gone:
                 del self.data[key]
                 self.expires.pop(key, None)
-                self.access.pop(key, None)
             if self.events:
                 self.events.emit(self, b"hexpired", key)
                 if gone:
@@ -740,7 +789,8 @@ class Db:
         noise until the keys are used again)."""
         if (lfu is None) != (self.lfu is None):
             fresh = self.clock.lru if lfu is None else lfu.fresh()
-            self.access = dict.fromkeys(self.data, fresh)
+            for r in self.data.values():
+                r.lru = fresh
         self.lfu = lfu
 
     def next_expiry(self) -> int | None:

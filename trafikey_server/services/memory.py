@@ -206,7 +206,7 @@ class Memory:
     def _recount(self, i: int, db: Db) -> None:
         sizes = self.sizes[i]
         self.total -= sum(sizes.values())
-        sizes = self.sizes[i] = {k: estimate(k, v) for k, v in db.data.items()}
+        sizes = self.sizes[i] = {k: estimate(k, v) for k, v in db.items()}
         self.total += sum(sizes.values())
         self.sources[i] = db.data
         self.dirty[i].clear()
@@ -220,11 +220,10 @@ class Memory:
             dirty = self.dirty[i]
             sizes = self.sizes[i]
             if dirty:
-                data = db.data
                 total = self.total
                 for key in dirty:
                     total -= sizes.pop(key, 0)
-                    v = data.get(key)
+                    v = db.stored(key)
                     if v is not None:
                         size = sizes[key] = estimate(key, v)
                         total += size
@@ -242,7 +241,7 @@ class Memory:
         dirty, count, total = self._cache
         if dirty == server.dirty and count == keys:
             return total
-        total = sum(estimate(k, v) for db in server.dbs for k, v in db.data.items())
+        total = sum(estimate(k, v) for db in server.dbs for k, v in db.items())
         self._cache = (server.dirty, keys, total)
         return total
 
@@ -370,15 +369,14 @@ class Memory:
                 if not src:
                     continue
                 total += len(src)
-                access = db.access
                 for key in self._sampler(db.id, allkeys).sample(src, samples):
                     if ttl:
                         score = (1 << 64) - db.expires[key]
                     elif lfu:
                         assert db.lfu is not None
-                        score = 255 - db.lfu.counter(access.get(key))
+                        score = 255 - db.lfu.counter(db.use_field(key))
                     else:
-                        score = idle_ms(clock, access.get(key))
+                        score = idle_ms(clock, db.use_field(key))
                     self._pool_insert(score, db.id, key)
             if not total:
                 return None

@@ -1,16 +1,22 @@
-"""Bit-level algorithms compiled: population count and MurmurHash64A.
+"""Byte-level algorithms compiled: population count, MurmurHash64A (and
+PFADD over dense registers with it), string2ll and string2d's plain case.
 
-Both are loops over bytes that Python can only run through big integers:
-BITCOUNT of a 12 KB string built an integer of the whole slice to count its
-bits, and each PFADD element hashed word by word in arbitrary-precision
-arithmetic masked back to 64 bits. Here each is a loop over C words. The pure
-code they stand in for stays where it was (commands/bitmap.py's
-``_popcount``, values/hyperloglog.py's ``murmur64a`` and ``pat_len``), and
-tests/util/test_cbits.py holds the two to the same answers.
+The first two are loops over bytes that Python can only run through big
+integers: BITCOUNT of a 12 KB string built an integer of the whole slice to
+count its bits, and each PFADD element hashed word by word in
+arbitrary-precision arithmetic masked back to 64 bits. Here each is a loop
+over C words. The two parses are read on every INCR and every score, and
+reaching ``int`` or ``float`` through a call on the type cost more than the
+parse. The pure code they stand in for stays where it was
+(commands/bitmap.py's ``_popcount``, values/hyperloglog.py's ``murmur64a``,
+``pat_len`` and ``_dense_set``, util/parsing.py's ``_to_int``,
+util/floats.py's ``parse_double``), and tests/util/test_cbits.py holds the
+two to the same answers.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.math cimport isfinite
 from libc.stdint cimport uint64_t
 
 cdef extern from *:
@@ -37,6 +43,7 @@ cdef extern from *:
     #endif
     """
     uint64_t tk_popcnt_hw(const unsigned char *p, Py_ssize_t words) nogil
+    double PyOS_string_to_double(const char *s, char **endptr, void *overflow_exception) except? -1.0
     int tk_has_popcnt() nogil
 
 # The machine's popcnt instruction when it has one (checked once, at import):
@@ -137,3 +144,125 @@ def pat_len(bytes ele):
         x >>= 1
         count += 1
     return <Py_ssize_t>(h & ((1 << _P) - 1)), count
+
+
+
+cdef inline int _pat(const unsigned char *ele, Py_ssize_t n, Py_ssize_t *index) noexcept nogil:
+    cdef uint64_t h = _murmur(ele, n)
+    cdef uint64_t x = (h >> _P) | (1ULL << _Q)
+    cdef int count = 1
+    while not (x & 1):
+        x >>= 1
+        count += 1
+    index[0] = <Py_ssize_t>(h & ((1 << _P) - 1))
+    return count
+
+
+def dense_add(bytearray v, list elements):
+    """PFADD into a dense HLL (16-byte header, then 16,384 six-bit
+    registers): each element hashed and its register raised, in place; the
+    number of registers raised. The pure loop (values/hyperloglog.py's
+    ``_dense_set`` over ``pat_len``) made a tuple and two generic byte
+    reads per element."""
+    cdef unsigned char *r
+    cdef Py_ssize_t i, index, pos, at
+    cdef int count, fb, cur
+    cdef Py_ssize_t updated = 0
+    cdef object e
+    if PyByteArray_GET_SIZE(v) != 16 + (1 << _P) * 6 // 8:
+        raise ValueError("not a dense HLL")
+    for e in elements:
+        if type(e) is not bytes:
+            raise TypeError("bytes expected")
+    r = <unsigned char *>PyByteArray_AS_STRING(v) + 16
+    for i in range(len(elements)):
+        e = elements[i]
+        count = _pat(<const unsigned char *>PyBytes_AS_STRING(e), PyBytes_GET_SIZE(e), &index)
+        pos = index * 6
+        at = pos >> 3
+        fb = pos & 7
+        if fb <= 2:
+            cur = (r[at] >> fb) & 63
+        else:
+            cur = ((r[at] >> fb) | (r[at + 1] << (8 - fb))) & 63
+        if count > cur:
+            if fb <= 2:
+                r[at] = <unsigned char>((r[at] & ~(63 << fb)) | (count << fb))
+            else:
+                r[at] = <unsigned char>((r[at] & ((1 << fb) - 1)) | ((count << fb) & 0xFF))
+                r[at + 1] = <unsigned char>((r[at + 1] & ~(63 >> (8 - fb))) | (count >> (8 - fb)))
+            updated += 1
+    return updated
+
+
+def string2ll(object b):
+    """Valkey's string2ll over a bytes or bytearray: the integer, or None
+    where Valkey refuses it (empty, over 20 bytes, a sign but ``-``, a
+    leading zero, any other byte, past signed 64 bits). Every INCR reads its
+    counter through this; ``int(b)`` cost more than the rest of the parse."""
+    cdef const unsigned char *p
+    cdef Py_ssize_t n, i = 0
+    cdef uint64_t v = 0, limit = 9223372036854775807ULL
+    cdef unsigned char ch
+    if type(b) is bytes:
+        p = <const unsigned char *>PyBytes_AS_STRING(b)
+        n = PyBytes_GET_SIZE(b)
+    elif type(b) is bytearray:
+        p = <const unsigned char *>PyByteArray_AS_STRING(b)
+        n = PyByteArray_GET_SIZE(b)
+    else:
+        raise TypeError("bytes or bytearray expected")
+    if n == 0 or n > 20:
+        return None
+    if n == 1 and p[0] == 48:
+        return 0
+    if p[0] == 45:  # '-'
+        i = 1
+        limit += 1  # 2^63
+        if n == 1:
+            return None
+    if not (49 <= p[i] <= 57):  # a first digit of 1 to 9: no leading zero
+        return None
+    while i < n:
+        ch = p[i]
+        if ch < 48 or ch > 57:
+            return None
+        if v > (limit - (ch - 48)) // 10:
+            return None
+        v = v * 10 + (ch - 48)
+        i += 1
+    if p[0] == 45:
+        return -<object>v
+    return v
+
+
+def string2d(object b):
+    """The plain case of Valkey's string2d, as util/floats.py's
+    ``parse_double`` reads it: a bytes literal that parses whole to a finite
+    nonzero double (correctly rounded, the parse float() itself calls). None
+    for anything else (signs of space, ``inf``, ``nan``, zero, a range
+    error, no number at all), which the pure code then decides."""
+    cdef const char *s
+    cdef char *end
+    cdef Py_ssize_t n
+    cdef double x
+    cdef char first, last
+    if type(b) is not bytes:
+        return None
+    n = PyBytes_GET_SIZE(b)
+    if n == 0:
+        return None
+    s = PyBytes_AS_STRING(b)
+    first = s[0]
+    last = s[n - 1]
+    if not (48 <= first <= 57 or first == 45 or first == 43 or first == 46):
+        return None
+    if not (48 <= last <= 57 or last == 46):
+        return None
+    try:
+        x = PyOS_string_to_double(s, &end, NULL)
+    except ValueError:
+        return None
+    if end != s + n or x == 0.0 or not isfinite(x):
+        return None
+    return x

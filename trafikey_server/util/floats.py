@@ -18,7 +18,10 @@ and out-of-range literals (overflow to infinity, underflow to zero) refused.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Final
+
+from . import native
 
 _INF: Final = float("inf")
 _NINF: Final = -_INF
@@ -245,6 +248,10 @@ def format_double(x: float) -> bytes:
     return text
 
 
+# The compiled parse (util/cbits.pyx), when built: a finite nonzero literal
+# read as float() reads it, without the call through the float type.
+_k: Final = native.load("util.cbits")
+_string2d: Final[Callable[[bytes], float | None] | None] = None if _k is None else _k.string2d
 _SPACE: Final = b" \t\n\v\f\r"
 _INF_WORDS: Final = (b"inf", b"+inf", b"-inf", b"infinity", b"+infinity", b"-infinity")
 
@@ -258,6 +265,10 @@ def parse_double(b: bytes) -> float | None:
     digit-group underscores (refused by Valkey) and out-of-range literals,
     which it turns into inf or 0 where Valkey reports a range error.
     """
+    if _string2d is not None:  # the compiled parse answers every finite nonzero literal
+        x = _string2d(b)
+        if x is not None:
+            return x
     if b.isdigit() and len(b) < 16:  # the common case: a plain integral score
         return float(int(b))
     if not b or b[0] in _SPACE or b[-1] in _SPACE:

@@ -49,7 +49,8 @@ REGISTERS: Final = 1 << P  # 16384
 Q: Final = 64 - P
 DENSE_BYTES: Final = REGISTERS * 6 // 8  # 12288
 DENSE_SIZE: Final = HDR + DENSE_BYTES
-DENSE, SPARSE = 0, 1
+DENSE: Final = 0
+SPARSE: Final = 1
 SPARSE_VAL_MAX: Final = 32
 ALPHA_INF: Final = 0.721347520444481703680  # 0.5 / ln(2)
 
@@ -108,7 +109,7 @@ def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
     (``_lanes_pat``); grouping and scattering back use C-level maps only,
     so nothing here runs Python code per element."""
     if _KPAT is not None:
-        return list(map(_KPAT, elements))
+        return [_KPAT(e) for e in elements]
     total = len(elements)
     if total < _LANES_FROM:
         return [pat_len(e) for e in elements]
@@ -134,6 +135,8 @@ def _hashed(elements: list[bytes]) -> list[tuple[int, int]]:
 # The compiled hash (util/cbits.pyx), when built: the same pairs as pat_len.
 _k: Final = native.load("util.cbits")
 _KPAT: Final[Callable[[bytes], tuple[int, int]] | None] = None if _k is None else _k.pat_len
+# PFADD into a dense value, whole (the same registers as _dense_set over pat_len).
+_KDENSE: Final[Callable[[bytearray, list[bytes]], int] | None] = None if _k is None else _k.dense_add
 
 # Below this many elements of one length, one at a time is as fast.
 _LANES_FROM: Final = 16
@@ -184,10 +187,12 @@ _words(8)
 def is_hll(v: bytes | bytearray) -> bool:
     """isHLLObjectOrReply's test of a string value."""
     n = len(v)
-    # Byte by byte: a slice of the value would copy it for each PFADD.
-    if n < HDR or v[0] != 72 or v[1] != 89 or v[2] != 76 or v[3] != 76 or v[4] > SPARSE:  # "HYLL"
+    # One method call and one index: on bytes-or-bytearray each is a
+    # generic call when compiled, and a slice would copy the 12 KB value.
+    if n < HDR or not v.startswith(b"HYLL"):
         return False
-    return v[4] != DENSE or n == DENSE_SIZE
+    enc = v[4]
+    return enc == SPARSE or (enc == DENSE and n == DENSE_SIZE)
 
 
 def new_sparse() -> bytearray:
@@ -625,6 +630,9 @@ def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
     as they go."""
     if not elements:
         return 0
+    if _KDENSE is not None and v[4] == DENSE:
+        n: int = _KDENSE(v, elements)
+        return n
     hashed = _hashed(elements)
     updated = 0
     k = 0

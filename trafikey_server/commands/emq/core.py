@@ -262,7 +262,7 @@ class Plan:
         as the same commands sent one by one."""
         for fn, key, a, b in self.ops:
             if fn is _zadd:
-                zs = db.data.get(key)
+                zs = db.stored(key)
                 changed = zs is None or zs.scores.get(b) != float(a)
                 fn(c, db, key, a, b)
                 if changed:  # ZADD announces only an added or re-scored member
@@ -285,7 +285,7 @@ class Plan:
 
 def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
     """ZADD key score member, with ZADD's listpack-to-skiplist switch."""
-    zs = db.data.get(key)
+    zs = db.stored(key)
     if zs is None:
         entries, value = c.server.zset_limits
         zs = ZSet()
@@ -301,7 +301,7 @@ def _zadd(c: Client, db: Db, key: bytes, score: int, member: bytes) -> None:
 
 
 def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
-    zs = db.data.get(key)
+    zs = db.stored(key)
     if zs is not None and zs.remove(member):
         # Most of a verb's removals leave the set with members and nobody
         # to tell: members_removed would do nothing, so it is not called.
@@ -311,7 +311,7 @@ def _zrem(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
 
 
 def _zpopmin(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
-    zs = db.data.get(key)
+    zs = db.stored(key)
     if zs is not None and zs.remove(member):
         if zs.scores and not db.signalled and db.events is None:
             return
@@ -320,7 +320,7 @@ def _zpopmin(c: Client, db: Db, key: bytes, member: bytes, _: None) -> None:
 
 def _hset(c: Client, db: Db, key: bytes, pairs: tuple[bytes, ...], _: None) -> None:
     """HSET key field value ..., with HSET's listpack-to-hashtable switch."""
-    h = db.data.get(key)
+    h = db.stored(key)
     if h is None:
         h = Hash()
         db.add(key, h)

@@ -35,7 +35,7 @@ def _string_state(c: Client, key: bytes) -> Effects:
     """SET key value [PXAT when]: what the key holds now, or DEL when the
     write left no key (an expiry already past)."""
     db = c.db
-    v = db.data.get(key)
+    v = db.stored(key)
     if v is None:
         return [[b"DEL", key]]
     when = db.expires.get(key)
@@ -140,7 +140,7 @@ def _msetex(c: Client, argv: list[bytes], reply: bytes) -> Effects:
 
 
 def _incrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
-    v = c.db.data[argv[1]]
+    v = c.db.stored(argv[1])
     return [[b"SET", argv[1], bytes(v), b"KEEPTTL"]]
 
 
@@ -148,7 +148,7 @@ def _hash_field(c: Client, argv: list[bytes], value: bytes) -> Effects:
     """A computed hash write as the value it left: HSET, or HSETEX ... PXAT
     when the field keeps a TTL (Valkey's rewrite of HINCRBY* on a hash with
     field TTLs)."""
-    h = c.db.data[argv[1]]
+    h = c.db.stored(argv[1])
     t = h.ttl.get(argv[2]) if h.ttl is not None else None
     if t is None:
         return [[b"HSET", argv[1], argv[2], value]]
@@ -156,21 +156,21 @@ def _hash_field(c: Client, argv: list[bytes], value: bytes) -> Effects:
 
 
 def _hincrbyfloat(c: Client, argv: list[bytes], reply: bytes) -> Effects:
-    return _hash_field(c, argv, bytes(c.db.data[argv[1]][argv[2]]))
+    return _hash_field(c, argv, bytes(c.db.stored(argv[1])[argv[2]]))
 
 
 def _hincrby(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     """As sent, unless the hash has field TTLs: then as its result."""
-    if c.db.data[argv[1]].ttl is None:
+    if c.db.stored(argv[1]).ttl is None:
         return [argv]
-    return _hash_field(c, argv, bytes(c.db.data[argv[1]][argv[2]]))
+    return _hash_field(c, argv, bytes(c.db.stored(argv[1])[argv[2]]))
 
 
 def _hsetnx(c: Client, argv: list[bytes], reply: bytes) -> Effects:
     """HSET on a hash with field TTLs (the field may be gone on replay)."""
     if reply == _ZERO:
         return NOTHING
-    if c.db.data[argv[1]].ttl is None:
+    if c.db.stored(argv[1]).ttl is None:
         return [argv]
     return [[b"HSET", *argv[1:]]]
 

@@ -134,7 +134,7 @@ def write(server: PersistHost, out: IO[bytes]) -> int:
         expires = db.expires
         w(bytes((OP_SELECTDB,)) + encode_len(db.id))
         w(bytes((OP_RESIZEDB,)) + encode_len(len(data)) + encode_len(len(expires)))
-        for key, v in list(data.items()):
+        for key, v in list(db.items()):
             enc = _value(v)
             if enc is None:
                 continue
@@ -328,7 +328,7 @@ def install(server: PersistHost, res: Loaded, functions: bytes = b"flush") -> No
             db.float_ints = None
             if db.watchers:
                 db.touch_all(None)
-            db.data = data
+            db.load_values(data)
             db.expires = expires
             db._heap = [(t, k) for k, t in expires.items()]
             heapq.heapify(db._heap)

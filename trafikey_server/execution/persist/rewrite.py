@@ -46,7 +46,7 @@ def snapshot_records(server: PersistHost) -> Iterator[bytes]:
         yield encode([b"SELECT", b"%d" % db.id])
         exp = db.expires
         out: list[bytes] = []
-        for key, v in list(db.data.items()):
+        for key, v in list(db.items()):
             when = exp.get(key)
             if when is not None and when < now:
                 continue
