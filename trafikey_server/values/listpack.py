@@ -61,6 +61,10 @@ SMALL_INT_ENC: Final[tuple[bytes, ...]] = (tuple(_enc_int(v) for v in range(4096
                                            + tuple(_enc_int(v) for v in range(-4096, 0)))
 
 
+# Every one-byte bytes, indexed by its value.
+_BYTE: Final[tuple[bytes, ...]] = tuple(bytes((i,)) for i in range(256))
+
+
 def enc_str(s: bytes) -> bytes:
     """lpAppend of a string: an integer encoding when the text is a
     canonical 64-bit integer (lpStringToInt64), else a string encoding."""
@@ -69,10 +73,10 @@ def enc_str(s: bytes) -> bytes:
         v = to_int(s)
         if v is not None:
             return enc_int(v)
-    if n < 64:
-        return bytes((0x80 | n,)) + s + bytes((n + 1,))
+    if n < 64:  # one-byte parts from a table: bytes((x,)) is a call through the type
+        return _BYTE[0x80 | n] + s + _BYTE[n + 1]
     if n < 4096:
-        return bytes((0xE0 | (n >> 8), n & 0xFF)) + s + backlen(n + 2)
+        return _BYTE[0xE0 | (n >> 8)] + _BYTE[n & 0xFF] + s + backlen(n + 2)
     return b"\xf0" + n.to_bytes(4, "little") + s + backlen(n + 5)
 
 
