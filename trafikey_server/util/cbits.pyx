@@ -71,6 +71,19 @@ cdef inline uint64_t _word(const unsigned char *p) noexcept nogil:
             | (<uint64_t>p[7] << 56))
 
 
+cdef inline int _view(object v, const unsigned char **p, Py_ssize_t *n) except -1:
+    """A bytes or bytearray's data and size, read in place."""
+    if type(v) is bytes:
+        p[0] = <const unsigned char *>PyBytes_AS_STRING(v)
+        n[0] = PyBytes_GET_SIZE(v)
+    elif type(v) is bytearray:
+        p[0] = <const unsigned char *>PyByteArray_AS_STRING(v)
+        n[0] = PyByteArray_GET_SIZE(v)
+    else:
+        raise TypeError("bytes or bytearray expected")
+    return 0
+
+
 def popcount(object v, Py_ssize_t lo, Py_ssize_t hi):
     """Set bits among bits lo..hi of a bytes or bytearray (inclusive, bit 0
     the high bit of byte 0). The string is read in place: a typed
@@ -81,14 +94,7 @@ def popcount(object v, Py_ssize_t lo, Py_ssize_t hi):
     cdef uint64_t n = 0
     cdef const unsigned char *p
     cdef Py_ssize_t size
-    if type(v) is bytes:
-        p = <const unsigned char *>PyBytes_AS_STRING(v)
-        size = PyBytes_GET_SIZE(v)
-    elif type(v) is bytearray:
-        p = <const unsigned char *>PyByteArray_AS_STRING(v)
-        size = PyByteArray_GET_SIZE(v)
-    else:
-        raise TypeError("bytes or bytearray expected")
+    _view(v, &p, &size)
     if lo < 0 or lo > hi or e >= size:
         raise ValueError("bit range outside the string")
     with nogil:
@@ -204,14 +210,7 @@ def string2ll(object b):
     cdef Py_ssize_t n, i = 0
     cdef uint64_t v = 0, limit = 9223372036854775807ULL
     cdef unsigned char ch
-    if type(b) is bytes:
-        p = <const unsigned char *>PyBytes_AS_STRING(b)
-        n = PyBytes_GET_SIZE(b)
-    elif type(b) is bytearray:
-        p = <const unsigned char *>PyByteArray_AS_STRING(b)
-        n = PyByteArray_GET_SIZE(b)
-    else:
-        raise TypeError("bytes or bytearray expected")
+    _view(b, &p, &n)
     if n == 0 or n > 20:
         return None
     if n == 1 and p[0] == 48:
