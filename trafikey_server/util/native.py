@@ -71,6 +71,8 @@ CORE: tuple[str, ...] = (
     "commands.stream",
     "values.hyperloglog",
     "commands.hyperloglog",
+    "commands.keys",
+    "commands.scripting",
     "commands.emq.core",
     "commands.emq.admit",
     "commands.emq.claim",
