@@ -179,10 +179,7 @@ _GT: Final = 4
 _LT: Final = 8
 ZADD_CH: Final = 16
 _INCR: Final = 32
-_NX: Final = ZADD_NX
-_XX: Final = ZADD_XX
-_CH: Final = ZADD_CH
-_ZADD_FLAGS: Final = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT, b"ch": _CH, b"incr": _INCR}
+_ZADD_FLAGS: Final = {b"nx": ZADD_NX, b"xx": ZADD_XX, b"gt": _GT, b"lt": _LT, b"ch": ZADD_CH, b"incr": _INCR}
 
 
 def zadd(c: Client, argv: list[bytes]) -> bytes:
@@ -209,7 +206,7 @@ def _zadd(c: Client, argv: list[bytes], flags: int) -> bytes:
     if pairs % 2 or not pairs:
         raise syntax()
     pairs //= 2
-    nx, xx, gt, lt, incr = flags & _NX, flags & _XX, flags & _GT, flags & _LT, flags & _INCR
+    nx, xx, gt, lt, incr = flags & ZADD_NX, flags & ZADD_XX, flags & _GT, flags & _LT, flags & _INCR
     if nx and xx:
         raise CommandError(b"ERR XX and NX options at the same time are not compatible")
     if (gt and nx) or (lt and nx) or (gt and lt):
@@ -230,7 +227,7 @@ def add_scored(c: Client, key: bytes, flags: int, scores: list[float], members: 
     """ZADD's writes, events and reply, for options already checked and
     scores already read (GEOADD computes its own, rather than writing them
     as text for ZADD to read back)."""
-    nx, xx, gt, lt, incr = flags & _NX, flags & _XX, flags & _GT, flags & _LT, flags & _INCR
+    nx, xx, gt, lt, incr = flags & ZADD_NX, flags & ZADD_XX, flags & _GT, flags & _LT, flags & _INCR
     pairs = len(scores)
     maxlen = 0
     for m in members:
@@ -281,7 +278,7 @@ def add_scored(c: Client, key: bytes, flags: int, scores: list[float], members: 
         db.modified(key, b"zincr" if incr else b"zadd")
     if incr:
         return c.r.double(newscore) if processed else c.r.null
-    return integer(added + updated if flags & _CH else added)
+    return integer(added + updated if flags & ZADD_CH else added)
 
 
 # -- single-member reads ------------------------------------------------------------------

@@ -170,7 +170,7 @@ class Db:
     def stored(self, key: bytes) -> Any:
         """What is stored under key, live or past its time, or None; no
         use recorded, nothing expired (the job core's row reads, the
-        append-only log's effects, eviction)."""
+        append-only log's effects, MEMORY's accounting)."""
         r = self.data.get(key)
         return None if r is None else r.value
 
