@@ -287,6 +287,15 @@ class Engine:
         self.lua = lua51.LuaRuntime(
             encoding=None, unpack_returned_tuples=True, register_eval=False, register_builtins=False
         )
+        # server.call and server.pcall as C functions of the Lua state
+        # (cbridge.pyx), when built; else lupa calls _api_call and _api_pcall.
+        # The closures hold run_argv as a plain pointer: self keeps it alive.
+        self._run_argv: Callable[[list[bytes] | bytes], bytes | tuple[int, bytes]] = self.run_argv
+        c_calls: Any = None
+        if _k is not None and _k.__file__ is not None and _k.bind(lua51.__file__):
+            opener = self.lua.eval(b"package.loadlib")(_k.__file__.encode(), b"trafikey_bridge_open")
+            if not isinstance(opener, tuple):  # (nil, message, where): not loaded
+                c_calls = opener(_k.register(self._run_argv))
         lualib.install(self.lua)
         self.client = server.internal_client()
         self.client.in_script = True
@@ -324,6 +333,9 @@ class Engine:
             b"call_table": self._api_call_table, b"pcall_table": self._api_pcall_table,
             b"untail": lualib.untail_library_calls,
         })
+        self.c_bridge = isinstance(c_calls, tuple)
+        if self.c_bridge:
+            py[b"c_call"], py[b"c_pcall"] = c_calls
         internal = table_from([n.encode() for n in sorted(lualib.LIBRARY_SOURCES)])
         fns = self.lua.execute(PRELUDE.read_bytes(), py, versions, internal, name="=prelude")
         # run(function, name, is_fcall, resp, hook, nkeys, *args) -> (reply, its error
@@ -335,8 +347,6 @@ class Engine:
         self._errmsg = fns[b"errmsg"]
         global _ARRAY
         _ARRAY = fns[b"array"]
-        if _k is not None:
-            _k.set_array(_ARRAY)
 
     # -- the server API, as C functions to Lua --------------------------------------------------
 
@@ -387,14 +397,28 @@ class Engine:
         """Run a script's command: (0, Lua value), (1, status), (2, error
         reply, or a refusal of the command, both counted in the error
         statistics already) or (3, a refusal of the arguments, not counted).
+        The path of server.call where the C bridge is not built."""
+        reply = self.run_argv(_argv(args))
+        if not isinstance(reply, bytes):
+            return reply
+        t = reply[0]
+        if t == 58:  # :
+            return 0, int(reply[1:-2])
+        if t == 36 and reply[1] != 45:  # a bulk string
+            return 0, reply[reply.index(b"\r\n") + 2 : -2]
+        return decode(reply, self.table_from)
 
-        This is the path of every server.call: the common case (string
-        arguments, a command spelled as the table or in capitals, the
+    def run_argv(self, argv: list[bytes] | bytes) -> bytes | tuple[int, bytes]:
+        """The command a script calls, given its argv (or the refusal of its
+        arguments): the encoded reply, or (2, refusal counted in the error
+        statistics) or (3, refusal not counted). What both bridges run: the
+        C one (cbridge.pyx) turns the reply into Lua values itself.
+
+        The common case (a command spelled as the table or in capitals, the
         right arity, no special flags) is tested inline."""
         run = self.run
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
-        argv = _script_argv(args)
         if isinstance(argv, bytes):
             return 3, argv
         cmd = self.server.table.fast.get(argv[0])
@@ -434,12 +458,7 @@ class Engine:
                 return self._refuse(cmd, err)
         reply = call(self.client, cmd, argv)
         run.caller.tot_cmds += 1  # Valkey counts a script's commands for its caller too
-        t = reply[0]
-        if t == 58:  # :
-            return 0, int(reply[1:-2])
-        if t == 36 and reply[1] != 45:  # a bulk string
-            return 0, reply[reply.index(b"\r\n") + 2 : -2]
-        return _decode(reply, self.table_from)
+        return reply
 
     def command_flags(self, cmd: Command, argv: list[bytes]) -> tuple[bool, bool]:
         """(write, deny-oom) of an EVAL or FCALL request, as Valkey's
@@ -959,8 +978,6 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
     raise ValueError(f"unexpected reply type {chr(t)!r}")
 
 
-# The bridge's two conversions, compiled when built (cbridge.pyx: the same
-# conversions in C), else the pure ones above.
+# server.call and server.pcall in C, when built (cbridge.pyx: the same
+# conversions as _argv and decode, straight between the Lua stack and RESP).
 _k: Final = native.load("execution.scripting.cbridge")
-_script_argv: Final[Callable[[tuple[Any, ...]], list[bytes] | bytes]] = _argv if _k is None else _k.argv
-_decode: Final[Callable[[bytes, Any], tuple[int, Any]]] = decode if _k is None else _k.decode

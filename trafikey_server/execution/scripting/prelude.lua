@@ -489,8 +489,13 @@ local function api_function(f, f_table)
     end
     return py_func(wrapper)
 end
-api.call = api_function(py.call, py.call_table)
-api.pcall = api_function(py.pcall, py.pcall_table)
+if py.c_call then
+    -- C functions reading the Lua stack themselves (cbridge.pyx), as Valkey's are
+    api.call, api.pcall = py_func(py.c_call), py_func(py.c_pcall)
+else
+    api.call = api_function(py.call, py.call_table)
+    api.pcall = api_function(py.pcall, py.pcall_table)
+end
 api.sha1hex = py_func(py.sha1hex)
 api.log = py_func(py.log)
 api.setresp = py_func(py.setresp)
