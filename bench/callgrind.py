@@ -56,7 +56,10 @@ class Counted:
                 sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1",
                 "--loglevel", "warning", "--save", "", "--emq-brand", brand, "--dir", self.dir]
         self.log = open(Path(self.dir) / "server.log", "wb")  # closed in stop()
-        self.proc = subprocess.Popen(argv, cwd=str(ROOT), env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        # A group of its own: stop() (servers.reap) signals the group, and
+        # without one the server under valgrind was left running.
+        self.proc = subprocess.Popen(argv, cwd=str(ROOT), env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         self.server = Server.__new__(Server)  # the harness's helpers, on a process started here
         self.server.kind, self.server.label, self.server.port = "trafikey", "callgrind", port
         self.server.proc = self.proc

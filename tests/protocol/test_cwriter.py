@@ -67,3 +67,26 @@ def test_scored_pairs_are_resp2(pairs: list[tuple[float, bytes]]) -> None:
     expected = b"*" + str(2 * len(pairs)).encode() + b"\r\n" + b"".join(
         _bulk(m) + _bulk(format_double(s)) for s, m in pairs)
     assert cwriter.pairs2(pairs, format_double) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([0, -1, 9, 10, -10, 2**63 - 1, -2**63])))
+def test_integer_is_resp_integer(n: int) -> None:
+    assert cwriter.integer(n) == b":" + str(n).encode() + b"\r\n"
+
+
+def test_integer_refuses_past_64_bits() -> None:
+    for n in (2**63, -2**63 - 1):
+        with pytest.raises(OverflowError):
+            cwriter.integer(n)
+
+
+@settings(max_examples=300, deadline=None)
+@given(item)
+def test_bulk_is_resp_bulk(b: bytes | bytearray) -> None:
+    assert cwriter.bulk(b) == _bulk(b)
+
+
+def test_bulk_hands_back_what_it_does_not_take() -> None:
+    for o in (memoryview(b"x"), "x", 1, None):
+        assert cwriter.bulk(o) is None

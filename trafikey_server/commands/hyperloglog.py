@@ -64,9 +64,13 @@ def _log(c: Client, argv: list[bytes], close: bool) -> None:
         aof.close_unit()
 
 
+_U63: Final = 1 << 63
+_U64: Final = 1 << 64
+
+
 def _signed(card: int) -> int:
     """addReplyLongLong of the unsigned cardinality."""
-    return card - (1 << 64) if card >= 1 << 63 else card
+    return card - _U64 if card >= _U63 else card
 
 
 def pfadd(c: Client, argv: list[bytes]) -> bytes:

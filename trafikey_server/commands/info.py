@@ -301,9 +301,10 @@ def _latencystats(s: Server) -> Fields:
     names = [_trim_double(p) for p in wanted]
     out: Fields = []
     for cmd in s.table.everything():
-        if cmd.latency:
+        counts = cmd.latency_counts()
+        if counts:
             out.append((f"latency_percentiles_usec_{cmd.name}", ",".join(
-                f"p{name}={hdr.percentile(cmd.latency, p) / 1000:.3f}" for name, p in zip(names, wanted, strict=True))))
+                f"p{name}={hdr.percentile(counts, p) / 1000:.3f}" for name, p in zip(names, wanted, strict=True))))
     return out
 
 

@@ -193,8 +193,9 @@ def _histogram(c: Client, cmd: Command) -> bytes:
     """Valkey's fillCommandCDF: the calls, then each power-of-two bucket
     (µs) that holds calls with the calls up to it."""
     r = c.r
-    points = hdr.cdf(cmd.latency)
-    return (r.map_header(2) + bulk(b"calls") + integer(sum(cmd.latency.values())) + bulk(b"histogram_usec")
+    counts = cmd.latency_counts()
+    points = hdr.cdf(counts)
+    return (r.map_header(2) + bulk(b"calls") + integer(sum(counts.values())) + bulk(b"histogram_usec")
             + r.map_header(len(points)) + b"".join(integer(us) + integer(n) for us, n in points))
 
 
@@ -204,14 +205,14 @@ def latency_histogram(c: Client, argv: list[bytes]) -> bytes:
     skipped, a name given twice answers twice)."""
     table = c.server.table
     if len(argv) == 2:
-        chosen = [cmd for cmd in table.everything() if cmd.latency]
+        chosen = [cmd for cmd in table.everything() if cmd.latency_counts()]
     else:
         chosen = []
         for name in argv[2:]:
             cmd = lookup(table, name)
             if cmd is None:
                 continue
-            chosen.extend(x for x in cmd.all_commands() if x.latency)
+            chosen.extend(x for x in cmd.all_commands() if x.latency_counts())
     return c.r.map_header(len(chosen)) + b"".join(bulk(cmd.bname) + _histogram(c, cmd) for cmd in chosen)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from ..protocol.resp import EMPTY_BULK, OK, ONE, ZERO, array_header, integer
+from ..protocol.resp import EMPTY_BULK, OK, ONE, ZERO, array_header, bulk, integer
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.longdouble import incr_by_float
 from ..util.parsing import LLONG_MAX, LLONG_MIN, parse_int, to_int
@@ -112,9 +112,7 @@ def get(c: Client, argv: list[bytes]) -> bytes:
     if v is None:
         c.db.notify(b"keymiss", argv[1])
         return c.r.null
-    if type(v) is bytes:  # narrowed, the compiled format is one allocation
-        return b"$%d\r\n%s\r\n" % (len(v), v)
-    return b"$%d\r\n%s\r\n" % (len(v), v)
+    return bulk(v)  # bytes or bytearray: the compiled writer takes both in one allocation
 
 
 def set(c: Client, argv: list[bytes]) -> bytes:
@@ -427,17 +425,17 @@ def setrange(c: Client, argv: list[bytes]) -> bytes:
 
 def _incr(c: Client, key: bytes, by: int) -> bytes:
     db = c.db
-    v = db.get_string(key)
+    entry = db.string_entry(key)
     cur = 0
-    if v is not None:
-        n = to_int(v)
+    if entry is not None:
+        n = to_int(entry.value)
         if n is None:
             raise not_integer()
         cur = n
     new = cur + by
     if new > LLONG_MAX or new < LLONG_MIN:
         raise CommandError(_OVERFLOW)
-    db.set_int(key, b"%d" % new, v is not None, b"incrby")
+    db.set_int(key, b"%d" % new, entry, b"incrby")
     return integer(new)
 
 

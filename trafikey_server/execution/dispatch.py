@@ -10,12 +10,14 @@ its row in the table.
 from __future__ import annotations
 
 import sys
-from time import perf_counter_ns, time
+import time as _time
+from time import time
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
+from ..protocol.table import LATENCY_SHORT
 from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.faults import REFUSING, Rule
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
     from ..protocol.table import Command
     from ..services.client import Client
     from ..values.record import Settings
+
+# Bound once: compiled, a Final name is a C static, where an imported name
+# would be looked up in the module's globals on every request.
+perf_counter_ns: Final = _time.perf_counter_ns
 
 BUSY_EVAL: Final = b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 BUSY_FUNCTION: Final = b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
@@ -160,7 +166,10 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             us = (perf_counter_ns() - t0) // 1000
             cmd.usec += us
             if server.latency_tracking:  # LATENCY HISTOGRAM, INFO latencystats
-                cmd.latency[us] += 1
+                if us < LATENCY_SHORT:
+                    cmd.latency_short[us] += 1
+                else:
+                    cmd.latency[us] += 1
             c.tot_cmds += 1
             # MONITOR, COMMANDLOG, LATENCY (observe.py)
             if us >= server.observe_us or len(reply) >= server.large_reply:
@@ -238,7 +247,10 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        cmd.latency[us] += 1
+        if us < LATENCY_SHORT:
+            cmd.latency_short[us] += 1
+        else:
+            cmd.latency[us] += 1
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))
     return reply
@@ -474,7 +486,10 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        cmd.latency[us] += 1
+        if us < LATENCY_SHORT:
+            cmd.latency_short[us] += 1
+        else:
+            cmd.latency[us] += 1
     # In EXEC the reply a command is logged with is the transaction's so far.
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))

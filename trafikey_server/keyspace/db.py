@@ -235,6 +235,13 @@ class Db:
         raise wrongtype()
 
     def get_string(self, key: bytes) -> bytes | bytearray | None:
+        r = self.string_entry(key)
+        return None if r is None else r.value
+
+    def string_entry(self, key: bytes) -> KeyEntry | None:
+        """The entry of a live string, its use recorded (None if there is
+        none; WRONGTYPE for another type): get_string's lookup, kept for a
+        write in place (INCR) that needs no second one."""
         r = self.data.get(key)
         if r is None:
             return None
@@ -247,7 +254,7 @@ class Db:
                 r.lru = self.clock.lru
             else:
                 r.lru = self.lfu.hit(r.lru)
-            return v
+            return r
         raise wrongtype()
 
     def exists(self, key: bytes) -> bool:
@@ -429,13 +436,13 @@ class Db:
             if events is not None:
                 events.emit(self, event, key)
 
-    def set_int(self, key: bytes, text: bytes, exists: bool, event: bytes | None) -> None:
+    def set_int(self, key: bytes, text: bytes, entry: KeyEntry | None, event: bytes | None) -> None:
         """A counter's new integer text under key (INCR and its kin): in
-        place of the value, TTL kept, when ``exists``, else added; then
-        ``event``. A key that ``exists`` was just read live, so its use is
-        recorded and nothing is due to expire: set()'s checks are spent."""
-        if exists:
-            self.data[key].value = text
+        place of the value, TTL kept, in the ``entry`` string_entry just
+        gave, else added; then ``event``. That entry was read live, so its
+        use is recorded and nothing is due to expire: set()'s checks are spent."""
+        if entry is not None:
+            entry.value = text
             if self.float_ints is not None:
                 self._forget_float_int(key)
             if self.signalled:

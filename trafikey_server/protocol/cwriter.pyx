@@ -163,3 +163,35 @@ def pairs2(list pairs, object fmt):
             ts = PyBytes_AS_STRING(text)
             p = _bulk(p, ts, PyBytes_GET_SIZE(text))
     return out
+
+
+def integer(long long n):
+    """The integer reply ``:n\\r\\n`` (resp.integer past its table of small
+    ones): one allocation, where ``b":%d\\r\\n" % n`` runs bytes formatting."""
+    cdef char buf[24]
+    cdef char *p = buf
+    cdef uint64_t v
+    p[0] = 58
+    p += 1
+    if n < 0:
+        p[0] = 45
+        p += 1
+        v = <uint64_t>(-(n + 1)) + 1
+    else:
+        v = <uint64_t>n
+    p = _dec(p, v)
+    p[0] = 13
+    p[1] = 10
+    return PyBytes_FromStringAndSize(buf, p + 2 - buf)
+
+
+def bulk(object o):
+    """A bulk string reply of a bytes or bytearray, in one allocation (None
+    for anything else: resp.bulk formats it)."""
+    cdef const char *s
+    cdef Py_ssize_t n
+    if not _view(o, &s, &n):
+        return None
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, _digits(<uint64_t>n) + n + 5)
+    _bulk(PyBytes_AS_STRING(out), s, n)
+    return out

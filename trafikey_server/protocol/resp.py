@@ -37,6 +37,9 @@ _BULK_HEADS: Final = [b"$%d\r\n" % i for i in range(1024)]
 def integer(n: int) -> bytes:
     if 0 <= n < _SMALL:
         return _INTS[n]
+    if _integer is not None and -_LL_SAFE < n < _LL_SAFE:
+        out: bytes = _integer(n)
+        return out
     return b":%d\r\n" % n
 
 
@@ -44,7 +47,11 @@ ONE: Final = _ONE
 ZERO: Final = _ZERO
 
 
-def bulk(b: bytes) -> bytes:
+def bulk(b: bytes | bytearray) -> bytes:
+    if _bulk is not None:  # the compiled writer: one allocation
+        out: bytes | None = _bulk(b)
+        if out is not None:
+            return out
     return b"$%d\r\n%s\r\n" % (len(b), b)
 
 
@@ -65,6 +72,9 @@ def array_header(n: int) -> bytes:
 # The compiled writer (protocol/cwriter.pyx), when built: the same bytes as
 # bulks, bulk_run and scored_run2's callers' pure code, in one buffer.
 _k: Final = native.load("protocol.cwriter")
+_integer: Final = _k.integer if _k is not None else None
+_bulk: Final = _k.bulk if _k is not None else None
+_LL_SAFE: Final = 1 << 62  # a short integer when compiled: the range check needs no object
 
 
 def bulks(items: Sequence[bytes]) -> bytes:

@@ -37,6 +37,8 @@ Handler = Callable[[Any, list[bytes]], bytes]
 # captured rows cannot carry it): commands that may propagate although they
 # do not write the keyspace. CLIENT PAUSE WRITE holds them and read-only
 # scripts may not call them.
+# Durations under this many µs are counted in a list (Command.latency_short).
+LATENCY_SHORT: Final = 64
 MAY_REPLICATE: Final = frozenset(("eval", "evalsha", "fcall", "pfcount", "publish", "spublish", "cluster|setslot"))
 
 
@@ -56,7 +58,7 @@ class Command:
         "subcommands", "parent", "row", "calls", "usec", "failed_calls",
         "rejected_calls", "write", "readonly", "noscript", "no_auth", "loading",
         "stale", "no_multi", "denyoom", "allow_busy", "fast", "movablekeys",
-        "admin", "implemented", "extension", "may_replicate", "latency",
+        "admin", "implemented", "extension", "may_replicate", "latency_short", "latency",
     )
 
     def __init__(self, row: dict[str, Any], parent: Command | None = None) -> None:
@@ -100,12 +102,21 @@ class Command:
         self.usec = 0
         self.failed_calls = 0
         self.rejected_calls = 0
-        # Calls per duration in µs, while latency-tracking is on (util/latency.py).
+        # Calls per duration in µs, while latency-tracking is on (util/latency.py):
+        # the short ones, nearly all, in a list (counted without hashing), the rest here.
+        self.latency_short: list[int] = [0] * LATENCY_SHORT
         self.latency: defaultdict[int, int] = defaultdict(int)
 
     @property
     def full_name(self) -> str:
         return self.name
+
+    def latency_counts(self) -> dict[int, int]:
+        """Calls by duration in µs, each duration once (LATENCY HISTOGRAM,
+        INFO latencystats): empty when none was timed."""
+        counts = {us: n for us, n in enumerate(self.latency_short) if n}
+        counts.update(self.latency)
+        return counts
 
     def arity_ok(self, argc: int) -> bool:
         a = self.arity
@@ -113,6 +124,7 @@ class Command:
 
     def reset_stats(self) -> None:
         self.calls = self.usec = self.failed_calls = self.rejected_calls = 0
+        self.latency_short = [0] * LATENCY_SHORT
         self.latency = defaultdict(int)
         for sub in self.subcommands.values():
             sub.reset_stats()

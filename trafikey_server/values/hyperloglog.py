@@ -44,6 +44,7 @@ from ..util import native
 from ..util.rand import rng
 
 HDR: Final = 16
+_CARD: Final = Struct("<Q")  # the cached cardinality: header bytes 8 to 16, little-endian
 P: Final = 14
 REGISTERS: Final = 1 << P  # 16384
 Q: Final = 64 - P
@@ -204,7 +205,8 @@ def cached(v: bytes | bytearray) -> int | None:
     """The cached cardinality, or None when marked stale."""
     if v[15] & 0x80:
         return None
-    return int.from_bytes(v[8:16], "little")
+    card: int = _CARD.unpack_from(v, 8)[0]
+    return card
 
 
 def invalidate(v: bytearray) -> None:

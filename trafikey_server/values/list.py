@@ -75,10 +75,16 @@ class List(deque[bytes]):
                 _node_push(nodes, self.fill, e, head)
 
     def take(self, k: int, head: bool) -> list[bytes]:
-        take = self.popleft if head else self.pop
-        out = [take() for _ in range(k)]
+        if k == 1:  # a plain pop: no bound method, no comprehension
+            out = [self.popleft() if head else self.pop()]
+        else:
+            take = self.popleft if head else self.pop
+            out = [take() for _ in range(k)]
         if not self.big:
-            self.size -= sum(entry_size(e) for e in out)
+            size = 0
+            for e in out:  # a loop, not a generator: compiled, sum() of one would be a frame
+                size += entry_size(e)
+            self.size -= size
             return out
         nodes = self.nodes
         if nodes is not None:
