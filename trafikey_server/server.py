@@ -47,7 +47,7 @@ from .services.pubsub import PubSub
 from .services.tracking import Tracking
 from .util import native, rand
 from .util.clock import Clock
-from .util.log import Log
+from .util.log import NOTICE, Log, logo
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from .values import registry as valuetypes
 from .values.set import SetValue
@@ -289,28 +289,64 @@ class Server:
     # -- lifecycle ------------------------------------------------------------
 
     async def start(self) -> None:
+        """Valkey's start-up, in its order and its words where they apply:
+        the listeners open before "Server initialized" (a port in use ends
+        the start there), the data loads after it, and "Ready to accept"
+        comes last, once the server serves."""
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
-        # Valkey's start-up lines, in its words where they apply.
-        self.log.notice("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
-        self.log.notice(f"trafikey-server version={self.version}, valkey-compat={VALKEY_VERSION}, bits=64, "
-                        f"pid={self.pid}, just started")
-        self.log.notice("Configuration loaded")
-        self.log.notice("Server initialized")
-        self.log.notice(native.describe())  # which kernels run compiled (util/native.py)
+        log = self.log
+        log.notice("oO0OoO0OoO0Oo trafikey-server is starting oO0OoO0OoO0Oo")
+        log.notice(f"trafikey-server version={self.version}, valkey-compat={VALKEY_VERSION}, bits=64, "
+                   f"pid={self.pid}, just started")
+        if self.config.given:
+            log.notice("Configuration loaded")
+        else:
+            log.warning("Warning: no config file specified, using the default config. In order to specify a "
+                        "config file use trafikey-server /path/to/valkey.conf")
+        tls_port = self.config.values["tls-port"]
+        if tls_port and not self.tls.configure(False):
+            raise StartupError("Failed to configure TLS. Check logs for more info.")
+        self._listen()
+        shown = self.ports[0] if self.ports else tls_port
+        values = self.config.values
+        if values["always-show-logo"] or (not values["logfile"] and not values["syslog-enabled"]
+                                          and sys.stdout.isatty()):
+            log.raw(NOTICE, logo("trafikey-server", self.version, VALKEY_VERSION, "standalone", shown, self.pid))
+        else:
+            log.notice(f"Running mode=standalone, port={shown}.")
+        log.notice(
+            f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
+            f"pid={self.pid} port={shown} run_id={self.run_id}"
+        )
+        log.notice("Server initialized")
+        log.notice(native.describe())  # which kernels run compiled (util/native.py)
         load_at_startup(self)
         self.write_brand()
+        for lst in self.listeners:
+            lst.start(self.loop)
+        self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+        for kind in ("tcp", "unix", "tls"):
+            if any(lst.kind == kind for lst in self.listeners):
+                log.notice(f"Ready to accept connections {kind}")
+
+    def _listen(self) -> None:
+        """Open the configured listeners (not yet serving): all or none."""
         port = self.config.port
         tls_port = self.config.values["tls-port"]
         unix = self.config.values["unixsocket"]
-        if tls_port and not self.tls.configure(False):
-            raise StartupError("Failed to configure TLS. Check logs for more info.")
         # Port 0 picks a free port, unless a unix socket or a TLS port is
         # configured: then, as in Valkey, there is no TCP listener.
         opened: list[Listener] = []
         try:
             if port or not (unix or tls_port):
-                opened += self._open_listeners(self.config.bind, port)
+                try:
+                    opened += self._open_listeners(self.config.bind, port)
+                except OSError as e:
+                    host = (self.config.bind.split() or ["*"])[0].lstrip("-")
+                    self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
+                                     f"bind: {e.strerror or e}")
+                    raise StartupError(f"Failed listening on port {port} (tcp), aborting.") from None
             if unix:
                 try:
                     opened.append(Listener(self, unix, 0, self.config.tcp_backlog, kind="unix"))
@@ -326,21 +362,10 @@ class Server:
                 lst.sock.close()
             raise
         for lst in opened:
-            lst.start(self.loop)
             self.listeners.append(lst)
             self.listener_kinds.add(lst.kind)
             if lst.kind == "tcp":
                 self.ports.append(lst.port)
-        self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
-        shown = self.ports[0] if self.ports else tls_port
-        self.log.notice(f"Running mode=standalone, port={shown}.")
-        self.log.notice(
-            f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
-            f"pid={self.pid} port={shown} run_id={self.run_id}"
-        )
-        for kind in ("tcp", "unix", "tls"):
-            if any(lst.kind == kind for lst in self.listeners):
-                self.log.notice(f"Ready to accept connections {kind}")
 
     def _open_listeners(self, bind: str, port: int, kind: str = "tcp") -> list[Listener]:
         """A listening socket per bind address (all or none: an OSError

@@ -9,14 +9,20 @@ same kinds with the same client fields, and every line must have Valkey's
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
 import pytest
-from helpers.servers import Proc, start_trafikey, start_valkey
+from helpers.servers import ROOT, Proc, start_trafikey, start_valkey
 
+from trafikey_server.util.procs import valkey_binary
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 LINE = re.compile(r"^\d+:M \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3} ([.\-*#]) (.*)$")
 
 
@@ -112,3 +118,44 @@ def test_notice_level_is_quiet() -> None:
         p.stop()
     assert "Accepted" not in out and "Protocol error" not in out
     assert "Ready to accept connections tcp" in out
+
+
+@pytest.mark.parametrize("start", [start_valkey, start_trafikey], ids=["valkey", "trafikey"])
+def test_logo_shows_the_pid_before_server_initialized(start: Callable[..., Proc]) -> None:
+    """Under always-show-logo, Valkey's test harness knows the server it
+    started is up when " PID: <pid>" and then "Server initialized" are in
+    its log; "Ready to accept" comes once it serves."""
+    p = start("--always-show-logo", "yes")
+    try:
+        out = p.wait_output("Ready to accept connections tcp")
+    finally:
+        p.stop()
+    assert re.search(rf" PID: {p.proc.pid}\b.*\n.* \* Server initialized\n.*Ready to accept connections tcp", out,
+                     re.S), out
+    assert "Running mode=" not in out
+
+
+def _started(argv: list[str]) -> tuple[int, str]:
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=str(ROOT), env=ENV)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_a_port_in_use_ends_the_start_as_valkey_does() -> None:
+    """The listeners open before "Server initialized": a port another
+    process holds stops the start there, with Valkey's line and exit code."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        runs = [_started([valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]),
+                _started([sys.executable, "-m", "trafikey_server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--save", ""])]
+    finally:
+        holder.close()
+    for code, out in runs:
+        assert code == 1, out
+        assert f"Failed listening on port {port} (tcp), aborting." in out
+        assert re.search(rf"Could not create server TCP listening socket 127\.0\.0\.1:{port}: bind: "
+                         r"Address already in use", out), out
+        assert "Server initialized" not in out and "Ready to accept" not in out

@@ -133,7 +133,10 @@ def resolve(c: Client, argv: list[bytes]) -> Command:
     n = len(argv)
     if (n != a) if a > 0 else (n < -a):
         cmd.rejected_calls += 1
-        raise CommandError(f"ERR wrong number of arguments for '{cmd.name}' command".encode())
+        msg = f"wrong number of arguments for '{cmd.name}' command".encode()
+        if cmd.bname == b"exec":  # rejectCommand on EXEC ends the transaction, in MULTI or not
+            raise CommandError(_end_exec(c, msg, argv))
+        raise CommandError(b"ERR " + msg)
     return cmd
 
 
@@ -440,12 +443,18 @@ def _acl_refusal(c: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
 def _exec_abort(c: Client, msg: bytes) -> bytes:
     """Valkey's execCommandAbort: EXEC refused before it runs ends the
     transaction, and says why."""
-    c.discard_multi()
-    msg = b"EXECABORT Transaction discarded because of: " + msg
+    msg = _end_exec(c, msg, [b"EXEC"])
     c.server.count_error(msg)
-    if c.server.observer.monitors:  # MONITOR sees the transaction end
-        c.server.observer.feed(c, [b"EXEC"])
     return b"-" + msg + b"\r\n"
+
+
+def _end_exec(c: Client, msg: bytes, argv: list[bytes]) -> bytes:
+    """execCommandAbort but its count: the transaction discarded, MONITOR
+    told (it saw MULTI), and the error's text."""
+    c.discard_multi()
+    if c.server.observer.monitors:
+        c.server.observer.feed(c, argv)
+    return b"EXECABORT Transaction discarded because of: " + msg
 
 
 def _slots_ok(c: Client, cmd: Command, argv: list[bytes]) -> bool:

@@ -836,6 +836,7 @@ class Config:
     options: dict[str, Option] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
     file: str = ""  # the config file the server started with, absolute (CONFIG REWRITE, INFO)
+    given: bool = False  # started with a file or options, not on the defaults alone (the start-up log)
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -908,6 +909,7 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
     does, so ``--save 60 1000`` and ``--bind 127.0.0.1 ::1`` work."""
     config = config or Config()
     args = list(argv)
+    config.given = bool(args)
     if args and not args[0].startswith("--"):
         config.file = os.path.abspath(args[0])
         load_file(config, args.pop(0))

@@ -38,6 +38,17 @@ class Log:
             sys.stdout.write(line)
             sys.stdout.flush()
 
+    def raw(self, level: int, text: str) -> None:
+        """Text as it is, with no stamp (Valkey's LL_RAW): the logo."""
+        if level < self.level:
+            return
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
     def debug(self, text: str) -> None:
         self.write(0, text)
 
@@ -49,3 +60,23 @@ class Log:
 
     def warning(self, text: str) -> None:
         self.write(3, text)
+
+
+# The start-up logo: its right-hand lines carry what Valkey's carries (the
+# version, the mode, the port and the PID, which Valkey's own test harness
+# reads back from the log to know the server it started is up).
+_LOGO = r"""
+          .--------.
+        .'  .----.  '.
+       /   /      \   \_________________________________    {name} {version} (Valkey {compat} compatible) {bits} bit
+      |   |        |    __________________________________|
+      |   |        |   |      |  |    |  |    |  |            Running in {mode} mode
+       \   \      /   /       |__|    |  |    |__|            Port: {port}
+        '.  '----'  .'                |__|                    PID: {pid}
+          '--------'
+"""
+
+
+def logo(name: str, version: str, compat: str, mode: str, port: int, pid: int) -> str:
+    """The logo, filled in, as the log shows it under always-show-logo."""
+    return _LOGO.format(name=name, version=version, compat=compat, bits=64, mode=mode, port=port, pid=pid) + "\n"

@@ -162,3 +162,13 @@ def test_watching_a_key_that_already_expired(pair) -> None:  # type: ignore[no-u
         pair.check_all(("MULTI",), ("PING",), ("EXEC",))
     ov.close()
     ot.close()
+
+
+def test_exec_with_arguments_ends_the_transaction(pair23) -> None:  # type: ignore[no-untyped-def]
+    """EXEC refused for its arity is execCommandAbort: EXECABORT, and MULTI
+    is over (outside MULTI too); DISCARD and MULTI keep the plain error."""
+    p = pair23
+    p.check_all(("CONFIG", "RESETSTAT"), ("EXEC", "x"), ("EXEC",),
+                ("MULTI",), ("SET", "a", "1"), ("EXEC", "x", "y"), ("EXEC",), ("GET", "a"),
+                ("MULTI",), ("DISCARD", "x"), ("MULTI", "x"), ("DISCARD",), ("EXEC",))
+    p.check("INFO", "errorstats")
