@@ -30,16 +30,11 @@ class Log:
             return
         now = time.time()
         stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(now)) + ".%03d" % (int(now * 1000) % 1000)
-        line = f"{self.pid}:M {stamp} {_MARKS[level]} {text}\n"
-        if self.path:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(line)
-        else:
-            sys.stdout.write(line)
-            sys.stdout.flush()
+        self.raw(level, f"{self.pid}:M {stamp} {_MARKS[level]} {text}\n")
 
     def raw(self, level: int, text: str) -> None:
-        """Text as it is, with no stamp (Valkey's LL_RAW): the logo."""
+        """Text as it is, with no stamp (Valkey's LL_RAW: the logo); every
+        line goes out through here."""
         if level < self.level:
             return
         if self.path:
