@@ -342,10 +342,7 @@ class Server:
             if port or not (unix or tls_port):
                 try:
                     opened += self._open_listeners(self.config.bind, port)
-                except OSError as e:
-                    host = (self.config.bind.split() or ["*"])[0].lstrip("-")
-                    self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
-                                     f"bind: {e.strerror or e}")
+                except OSError:  # _open_listeners logged which address, as Valkey's listenToPort
                     raise StartupError(f"Failed listening on port {port} (tcp), aborting.") from None
             if unix:
                 try:
@@ -384,7 +381,7 @@ class Server:
                     if optional and e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT):
                         continue  # "-addr": skipped where the host does not have it, as Valkey does
                     self.log.warning(f"Warning: Could not create server TCP listening socket {host}:{port}: "
-                                     f"{e.strerror or e}")
+                                     f"bind: {e.strerror or e}")
                     raise
                 opened.append(lst)
                 if port == 0:

@@ -158,4 +158,5 @@ def test_a_port_in_use_ends_the_start_as_valkey_does() -> None:
         assert f"Failed listening on port {port} (tcp), aborting." in out
         assert re.search(rf"Could not create server TCP listening socket 127\.0\.0\.1:{port}: bind: "
                          r"Address already in use", out), out
+        assert out.count("Could not create server TCP listening socket") == 1, out
         assert "Server initialized" not in out and "Ready to accept" not in out
