@@ -7,7 +7,9 @@ import re
 import time as _time
 from typing import TYPE_CHECKING, Any
 
+from ..execution.persist.aofload import AofLoadError
 from ..execution.persist.rdb import RdbError, install, parse
+from ..execution.persist.startup import reload_aof
 from ..protocol import commandinfo, keyspecs
 from ..protocol.resp import OK, ZERO, array, bulk, bulks, integer, status
 from ..services.blocking import may_block
@@ -284,6 +286,21 @@ def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
+def _debug_loadaof(c: Client) -> bytes:
+    """DEBUG LOADAOF: the keyspace emptied and loaded back from the AOF on disk."""
+    srv = c.server
+    try:
+        reload_aof(srv)
+    except (AofLoadError, OSError) as e:
+        srv.log.warning(f"DEBUG LOADAOF: {e}")
+        raise CommandError(b"ERR Error trying to load the AOF files, check server logs.") from None
+    finally:
+        srv.tracking.flushed()
+    srv.dirty = 0  # as Valkey: nothing to save or propagate
+    srv.log.notice("Append Only File loaded by DEBUG LOADAOF")
+    return OK
+
+
 def _digest_value(v: object) -> bytes:
     """A stable rendering of a value: container contents in sorted order so
     the digest does not depend on insertion history."""
@@ -338,6 +355,8 @@ def debug(c: Client, argv: list[bytes]) -> bytes:
         return status(_digest(c))
     if sub == b"reload":
         return _debug_reload(c, argv)
+    if sub == b"loadaof":
+        return _debug_loadaof(c)
     if sub == b"set-active-expire" and len(argv) == 3:
         # Valkey reads the switch with atoi: anything but a non-zero number is off.
         m = _ATOF.match(argv[2])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis
@@ -26,6 +27,7 @@ from helpers.aof_util import (
     valkey_on,
     without_select,
 )
+from helpers.servers import own_pair
 
 FUTURE = int(time.time() * 1000) + 3_600_000
 
@@ -324,3 +326,48 @@ def test_effects_not_requests() -> None:
     assert body[5] == [b"HSET", b"q:job:7", b"state", b"pending", b"attempts", b"0", b"payload", b"pl"]
     assert body[6] == [b"ZADD", b"q:pending", b"1", b"7"]
     assert body[9] == [b"DEL", b"lz"]
+
+
+def test_debug_loadaof_against_valkey() -> None:
+    """DEBUG LOADAOF empties the keyspace and loads it back from the AOF on
+    disk, logging nothing of the replay; with appendonly off there is no
+    file, and the keyspace is left empty with Valkey's error."""
+    dv, dt = tempfile.mkdtemp(), tempfile.mkdtemp()
+    v = valkey_on(dv, "--appendonly", "yes", "--enable-debug-command", "yes")
+    t = aof_server(dt, "--enable-debug-command", "yes", "--save", "")
+    try:
+        wv, wt = redis.Redis(port=v.port), redis.Redis(port=t.port)
+        for w in (wv, wt):
+            w.set("a", "1")
+            w.set("b", "2", ex=1000)
+            w.incr("n", 5)
+            w.rpush("l", "x", "y")
+            assert w.execute_command("DEBUG", "LOADAOF") == b"OK"
+            w.set("c", "3")
+            assert w.execute_command("DEBUG", "LOADAOF") == b"OK"
+        def loaded(port: int) -> dict[tuple[int, bytes], tuple[Any, Any, bool]]:
+            return {k: (kind, value, at > 0) for k, (kind, value, at) in keyspace(port, (b"{emq}:version",)).items()}
+
+        assert loaded(t.port) == loaded(v.port)
+        assert loaded(t.port)[(0, b"b")] == (b"string", b"2", True)
+        # The replays were not logged again: the same records, command and key.
+        def records(d: str) -> list[tuple[bytes, bytes]]:
+            return [(r[0].upper(), r[1]) for r in without_select(logged(d)) if r[1] != b"{emq}:version"]
+
+        assert records(dt) == records(dv)
+        for w in (wv, wt):  # the log turned off, its files are still there to load
+            assert w.config_set("appendonly", "no")
+            assert w.execute_command("DEBUG", "LOADAOF") == b"OK"
+        assert loaded(t.port) == loaded(v.port)
+    finally:
+        v.stop()
+        t.stop()
+    with own_pair(("--enable-debug-command", "yes"), ("--enable-debug-command", "yes")) as (v, t):
+        errors = []
+        for p in (v, t):
+            w = redis.Redis(port=p.port)
+            w.set("a", "1")
+            with pytest.raises(redis.ResponseError) as e:
+                w.execute_command("DEBUG", "LOADAOF")
+            errors.append((str(e.value), w.dbsize()))
+        assert errors[0] == errors[1] == ("Error trying to load the AOF files, check server logs.", 0)

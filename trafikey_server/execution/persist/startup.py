@@ -56,6 +56,25 @@ def stop_logging(server: PersistHost) -> None:
     aof.close()
 
 
+def reload_aof(server: PersistHost) -> None:
+    """DEBUG LOADAOF, as Valkey's: the log written out and synced, the
+    keyspace emptied, then filled again from the files the manifest on
+    disk names. Raises AofLoadError when they cannot be loaded, or there
+    are none (the keyspace stays empty, as in Valkey)."""
+    aof = server.aof
+    if aof is not None:
+        aof.flush(fsync=True)
+        server.aof = None  # what the replay runs is not logged again
+    try:
+        for db in server.dbs:
+            db.clear()
+        if _load_aof(server, aof if aof is not None else Aof(server)) is None:
+            raise AofLoadError("There is no append only file to load")
+    finally:
+        if aof is not None:
+            server.aof = aof
+
+
 def _load_aof(server: PersistHost, aof: Aof) -> mf.Manifest | None:
     log = server.log
     path = os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX)
