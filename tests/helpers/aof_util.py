@@ -46,8 +46,12 @@ def run_trafikey(d: str, *extra: str, timeout: float = 20) -> subprocess.Complet
         try:
             import socket
 
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
+            # The port opens before the load (as Valkey's): started means
+            # served, a PING answered, not a connection accepted.
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    break
         except OSError:
             time.sleep(0.05)
     if p.poll() is None:
