@@ -289,10 +289,11 @@ class Server:
     # -- lifecycle ------------------------------------------------------------
 
     async def start(self) -> None:
-        """Valkey's start-up, in its order and its words where they apply:
-        the listeners open before "Server initialized" (a port in use ends
-        the start there), the data loads after it, and "Ready to accept"
-        comes last, once the server serves."""
+        """Valkey's start-up lines, in its words where they apply: the logo
+        (or the mode line) and "Server initialized", the data load, then the
+        listeners and "Ready to accept". The listeners open after the load
+        (Valkey opens them before it): a client that connects is served at
+        once, never queued behind a load."""
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
         log = self.log
@@ -307,22 +308,22 @@ class Server:
         tls_port = self.config.values["tls-port"]
         if tls_port and not self.tls.configure(False):
             raise StartupError("Failed to configure TLS. Check logs for more info.")
-        self._listen()
-        shown = self.ports[0] if self.ports else tls_port
+        shown = self.config.port or tls_port
         values = self.config.values
         if values["always-show-logo"] or (not values["logfile"] and not values["syslog-enabled"]
                                           and sys.stdout.isatty()):
             log.raw(NOTICE, logo("trafikey-server", self.version, VALKEY_VERSION, "standalone", shown, self.pid))
         else:
             log.notice(f"Running mode=standalone, port={shown}.")
-        log.notice(
-            f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
-            f"pid={self.pid} port={shown} run_id={self.run_id}"
-        )
         log.notice("Server initialized")
         log.notice(native.describe())  # which kernels run compiled (util/native.py)
         load_at_startup(self)
         self.write_brand()
+        self._listen()
+        log.notice(
+            f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
+            f"pid={self.pid} port={self.ports[0] if self.ports else tls_port} run_id={self.run_id}"
+        )
         for lst in self.listeners:
             lst.start(self.loop)
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
