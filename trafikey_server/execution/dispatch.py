@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Final, Protocol
 from ..protocol.args import cstr
 from ..protocol.keyspecs import request_keys
 from ..protocol.resp import QUEUED
-from ..protocol.table import LATENCY_SHORT
 from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.faults import REFUSING, Rule
@@ -169,10 +168,7 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
             us = (perf_counter_ns() - t0) // 1000
             cmd.usec += us
             if server.latency_tracking:  # LATENCY HISTOGRAM, INFO latencystats
-                if us < LATENCY_SHORT:
-                    cmd.latency_short[us] += 1
-                else:
-                    cmd.latency[us] += 1
+                cmd.timed(us)
             c.tot_cmds += 1
             # MONITOR, COMMANDLOG, LATENCY (observe.py)
             if us >= server.observe_us or len(reply) >= server.large_reply:
@@ -250,10 +246,7 @@ def _failed(c: Client, cmd: Command, argv: list[bytes], t0: int) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        if us < LATENCY_SHORT:
-            cmd.latency_short[us] += 1
-        else:
-            cmd.latency[us] += 1
+        cmd.timed(us)
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))
     return reply
@@ -495,10 +488,7 @@ def call(c: Client, cmd: Command, argv: list[bytes]) -> bytes:
     c.tot_cmds += 1
     server = c.server
     if server.latency_tracking:
-        if us < LATENCY_SHORT:
-            cmd.latency_short[us] += 1
-        else:
-            cmd.latency[us] += 1
+        cmd.timed(us)
     # In EXEC the reply a command is logged with is the transaction's so far.
     if us >= server.observe_us or len(reply) >= server.large_reply or c.in_exec:
         server.observer.record(c, cmd, argv, us, len(reply))

@@ -111,6 +111,13 @@ class Command:
     def full_name(self) -> str:
         return self.name
 
+    def timed(self, us: int) -> None:
+        """One call's duration into the histogram (latency-tracking on)."""
+        if us < LATENCY_SHORT:
+            self.latency_short[us] += 1
+        else:
+            self.latency[us] += 1
+
     def latency_counts(self) -> dict[int, int]:
         """Calls by duration in µs, each duration once (LATENCY HISTOGRAM,
         INFO latencystats): empty when none was timed."""
