@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trafikey_server.util import native
-from trafikey_server.values.stream import MAX_ID, Stream, entry_reply, make_id
+from trafikey_server.values.stream import MAX_ID, Stream, append_entry, entry_reply, make_id, new_node
 
 if "values.cstream" not in native.built():
     pytest.skip("the values.cstream kernel is not built (python3 setup.py build_ext --inplace)",
@@ -83,3 +83,41 @@ def test_a_bad_encoding_is_refused_not_read() -> None:
     body[p] = 0xF9  # no listpack encoding
     with pytest.raises(ValueError):
         cstream.entry_reply(body, p, node.fields, 1, 1)
+
+
+# -- appending: cstream.append_entry against the pure append_entry ------------------------------------
+
+_KSEQ = [0, 1, 5000, 2**32, 2**63, 2**64 - 40]
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry, entry, st.integers(0, 2**32 - 1) | st.sampled_from([0, 127, 128, 4095, 4096, 2**32 - 1]),
+       st.integers(0, 2**32 - 1) | st.sampled_from([0, 1, 4095, 4096, 2**32 - 1]), st.sampled_from(_KSEQ),
+       st.sampled_from([0, 2**40]))
+def test_an_appended_entry_is_written_the_same_both_ways(primary: list[tuple[bytes, bytes]],
+                                                         pairs: list[tuple[bytes, bytes]], dms: int, seq: int,
+                                                         kseq: int, kms: int) -> None:
+    first = [b for p in primary for b in p]
+    fields = [b for p in pairs for b in p]
+    fast = new_node(make_id(kms, kseq), first)
+    pure = fast.copy()
+    for same in (False, True):
+        if same and len(fields) != len(first):
+            continue
+        if same:  # the primary's names, this entry's values
+            fields = [b for i, p in enumerate(pairs) for b in (first[2 * i], p[1])]
+        n = cstream.append_entry(fast.body, fast.ids, fast.offs, dms, seq, fast.kseq, fields, same)
+        assert n == append_entry(pure, dms, kms + dms, seq, fields, same)
+        assert (bytes(fast.body), list(fast.ids), list(fast.offs)) == (bytes(pure.body), list(pure.ids),
+                                                                       list(pure.offs))
+
+
+def test_append_entry_leaves_wide_ids_to_the_pure_code() -> None:
+    node = new_node(make_id(0, 0), [b"f", b"v"])
+    before = (bytes(node.body), list(node.ids), list(node.offs))
+    assert cstream.append_entry(node.body, node.ids, node.offs, 2**32, 0, 0, [b"f", b"v"], True) == 0
+    assert cstream.append_entry(node.body, node.ids, node.offs, 0, 2**32, 0, [b"f", b"v"], True) == 0
+    node.push_id(make_id(2**40, 0))  # the node's ID parts widen to 64-bit words
+    before = (bytes(node.body), list(node.ids), list(node.offs))
+    assert cstream.append_entry(node.body, node.ids, node.offs, 1, 1, 0, [b"f", b"v"], True) == 0
+    assert (bytes(node.body), list(node.ids), list(node.offs)) == before

@@ -79,8 +79,10 @@ def _where(arg: bytes) -> int:
 
 
 # The events of a push and of a pop, by end (HEAD, TAIL).
-_PUSHED: Final = (b"lpush", b"rpush")
-_POPPED: Final = (b"lpop", b"rpop")
+# Variable-length tuple types: a fixed-length Final tuple is a C struct when
+# compiled, and indexing it by a variable builds a Python tuple every time.
+_PUSHED: Final[tuple[bytes, ...]] = (b"lpush", b"rpush")
+_POPPED: Final[tuple[bytes, ...]] = (b"lpop", b"rpop")
 
 
 def _removed(c: Client, key: bytes, lst: List, event: bytes) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
-from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, integer
+from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, integer, stream_id
 from ..services.blocking import may_block
 from ..util.errors import CommandError, syntax, wrong_args, wrongtype
 from ..util.parsing import LLONG_MAX, int64, to_int
@@ -355,6 +355,7 @@ def _exact_trim_arg(s: Stream, t: _Trim) -> bytes:
     return fmt_id(s.edge_id(True, False))
 
 
+_U64: Final = (1 << 64) - 1
 _PLAIN: Final = _Trim()  # XADD key * ...: no option, a generated ID
 
 
@@ -374,24 +375,31 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
             return c.r.null
         s = Stream()
         db.add(key, s)
-    last = s.last_id
-    if last == MAX_ID:
+    last_ms, last_seq = s.last_ms, s.last_seq
+    if last_ms == _U64 and last_seq == _U64:
         raise CommandError(_EXHAUSTED)
-    if not t.id_given:
+    if not t.id_given:  # the clock's ms, or the ID after the last one
         ms = now_ms(c)
-        sid = make_id(ms, 0) if ms > id_ms(last) else last + 1
-    elif t.seq_given:
-        sid = t.sid
-    elif id_ms(last) == id_ms(t.sid):
-        if last & SEQ_MASK == SEQ_MASK:
-            raise CommandError(_TOP_ITEM)
-        sid = last + 1
+        if ms > last_ms:
+            seq = 0
+        elif last_seq == _U64:
+            ms, seq = last_ms + 1, 0
+        else:
+            ms, seq = last_ms, last_seq + 1
     else:
-        sid = t.sid
-    if sid <= last:
-        raise CommandError(_TOP_ITEM)
-    s.add(sid, argv[field_pos:], _node_limits(c))
-    text = b"%d-%d" % (sid >> 64, sid & SEQ_MASK)
+        last = s.last_id
+        if t.seq_given:
+            sid = t.sid
+        elif id_ms(last) == id_ms(t.sid):
+            if last & SEQ_MASK == SEQ_MASK:
+                raise CommandError(_TOP_ITEM)
+            sid = last + 1
+        else:
+            sid = t.sid
+        if sid <= last:
+            raise CommandError(_TOP_ITEM)
+        ms, seq = sid >> 64, sid & SEQ_MASK
+    s.append(ms, seq, argv[field_pos:], _node_limits(c))
     db.modified(key, b"xadd")
     trimmed = t is not _PLAIN and t.strategy
     if trimmed and _trim(s, t):
@@ -404,10 +412,10 @@ def xadd(c: Client, argv: list[bytes]) -> bytes:
             logged[t.arg_at - 1] = b"="
             logged[t.arg_at] = _exact_trim_arg(s, t)
         if not t.id_given or not t.seq_given:
-            logged[idpos] = text
+            logged[idpos] = b"%d-%d" % (ms, seq)
         propagate(c, [logged])
     db.signal_ready(key)
-    return b"$%d\r\n%s\r\n" % (len(text), text)
+    return stream_id(ms, seq)
 
 
 def xtrim(c: Client, argv: list[bytes]) -> bytes:

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from ..services.client import Client
 
 _OVERFLOW: Final = b"ERR increment or decrement would overflow"
+# Within these a counter is a short integer when compiled, and so are the
+# bounds: the overflow test against LLONG_MAX/MIN (boxed) runs only beyond.
+_SAFE_HI: Final = 1 << 61
+_SAFE_LO: Final = -(1 << 61)
 _TOO_BIG: Final = b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 
 # -- option parsing -----------------------------------------------------------------
@@ -433,7 +437,7 @@ def _incr(c: Client, key: bytes, by: int) -> bytes:
             raise not_integer()
         cur = n
     new = cur + by
-    if new > LLONG_MAX or new < LLONG_MIN:
+    if not _SAFE_LO < new < _SAFE_HI and (new > LLONG_MAX or new < LLONG_MIN):
         raise CommandError(_OVERFLOW)
     db.set_int(key, b"%d" % new, entry, b"incrby")
     return integer(new)

@@ -554,12 +554,17 @@ def _zpop(c: Client, argv: list[bytes], top: bool) -> bytes:
     zs = db.get_zset(key)
     if zs is None or count == 0:
         return EMPTY_ARRAY
-    pop = zs.pop_max if top else zs.pop_min
-    if count == -1:  # one pair, never nested
-        s, m = pop()
-        out = b"*2\r\n" + (_pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n" % (len(m), m) + c.r.double(s))
+    if count == -1:  # one pair, never nested; the methods called by name are direct calls when compiled
+        pair = zs.pop_max() if top else zs.pop_min()
+        written = scored_run2([pair]) if c.resp == 2 else None
+        if written is not None:
+            out = written
+        else:
+            s, m = pair
+            out = b"*2\r\n" + (_pair2(s, m) if c.resp == 2 else b"$%d\r\n%s\r\n" % (len(m), m) + c.r.double(s))
     else:
         # RESP3 nests [member, score] pairs only when a count was given.
+        pop = zs.pop_max if top else zs.pop_min
         pairs = [pop() for _ in range(min(len(zs.scores), count))]
         out = _with_scores(c, pairs)
     db.members_removed(key, zs.scores, b"zpopmax" if top else b"zpopmin")

@@ -195,3 +195,17 @@ def bulk(object o):
     cdef bytes out = PyBytes_FromStringAndSize(NULL, _digits(<uint64_t>n) + n + 5)
     _bulk(PyBytes_AS_STRING(out), s, n)
     return out
+
+
+def stream_id(uint64_t ms, uint64_t seq):
+    """The bulk reply of the stream ID ``ms-seq`` (XADD's answer) in one
+    allocation, where Python formats the text and then the bulk."""
+    cdef char buf[64]
+    cdef Py_ssize_t n = _digits(ms) + 1 + _digits(seq)
+    cdef char *p = _head(buf, 36, n)
+    p = _dec(p, ms)
+    p[0] = 45
+    p = _dec(p + 1, seq)
+    p[0] = 13
+    p[1] = 10
+    return PyBytes_FromStringAndSize(buf, p + 2 - buf)

@@ -74,13 +74,29 @@ def array_header(n: int) -> bytes:
 _k: Final = native.load("protocol.cwriter")
 _integer: Final = _k.integer if _k is not None else None
 _bulk: Final = _k.bulk if _k is not None else None
+_stream_id: Final = _k.stream_id if _k is not None else None
+_pairs2: Final = _k.pairs2 if _k is not None else None
+_bulks: Final = _k.bulks if _k is not None else None
+_bulk_run: Final = _k.bulk_run if _k is not None else None
+# The formatter as a name of this module: a C static when compiled, where
+# passing the imported function looks it up on its module at every call.
+_format_double: Final = format_double
 _LL_SAFE: Final = 1 << 62  # a short integer when compiled: the range check needs no object
+
+
+def stream_id(ms: int, seq: int) -> bytes:
+    """The bulk reply of the stream ID ``ms-seq`` (both halves below 2^64)."""
+    if _stream_id is not None:
+        out: bytes = _stream_id(ms, seq)
+        return out
+    text = b"%d-%d" % (ms, seq)
+    return b"$%d\r\n%s\r\n" % (len(text), text)
 
 
 def bulks(items: Sequence[bytes]) -> bytes:
     """An array of bulk strings: the most common multi-value reply."""
-    if _k is not None:
-        out: bytes | None = _k.bulks(items)
+    if _bulks is not None:
+        out: bytes | None = _bulks(items)
         if out is not None:
             return out
     return array_header(len(items)) + bulk_run(items)
@@ -90,8 +106,8 @@ def bulk_run(items: Iterable[bytes]) -> bytes:
     """Bulk strings back to back (the body of an array, set or push). A
     short one's header comes from a table: a third cheaper than formatting
     each, which counts in replies of many members (LRANGE, SMEMBERS)."""
-    if _k is not None:
-        out: bytes | None = _k.bulk_run(items)
+    if _bulk_run is not None:
+        out: bytes | None = _bulk_run(items)
         if out is not None:
             return out
     heads = _BULK_HEADS
@@ -103,9 +119,9 @@ def scored_run2(pairs: list[tuple[float, bytes]]) -> bytes | None:
     """``(score, member)`` pairs as RESP2 writes a WITHSCORES reply (an
     array of member and score bulks), by the compiled writer; None without
     it, for the caller's own code to answer."""
-    if _k is None:
+    if _pairs2 is None:
         return None
-    out: bytes | None = _k.pairs2(pairs, format_double)
+    out: bytes | None = _pairs2(pairs, _format_double)
     return out
 
 

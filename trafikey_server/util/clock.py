@@ -9,6 +9,10 @@ no offset it is the wall clock; ``offset_ms`` moves a running clock, and
 from __future__ import annotations
 
 import time
+from typing import Final
+
+# A Final name is a C static when compiled: no module lookup per call.
+_time_ns: Final = time.time_ns
 
 
 class Clock:
@@ -25,7 +29,7 @@ class Clock:
     def ms(self) -> int:
         if self.frozen_ms is not None:
             return self.frozen_ms
-        return time.time_ns() // 1_000_000 + self.offset_ms
+        return _time_ns() // 1_000_000 + self.offset_ms
 
     def us(self) -> int:
         if self.frozen_ms is not None:

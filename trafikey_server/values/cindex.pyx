@@ -53,26 +53,47 @@ cdef inline int _cmp(double s1, PyObject *m1, double s2, PyObject *m2) noexcept:
 cdef class _Block:
     """A run of consecutive pairs: scores and members in two C arrays (the
     members' references owned here; bytes hold none, so no cycle passes
-    through a block)."""
+    through a block).
+
+    ``s`` and ``m`` point ``head`` slots into their allocations: a deletion
+    at the front (ZPOPMIN, a trim from the low end) moves the start instead
+    of the rest of the block, and an insertion at the front takes a slot
+    back; the room is given back (compacted) when the block must grow."""
     cdef double *s
     cdef PyObject **m
     cdef Py_ssize_t n
-    cdef Py_ssize_t cap
+    cdef Py_ssize_t cap  # slots from s onward
+    cdef Py_ssize_t head  # free slots before s
 
     def __cinit__(self) -> None:
         self.s = NULL
         self.m = NULL
         self.n = 0
         self.cap = 0
+        self.head = 0
 
     def __dealloc__(self) -> None:
         cdef Py_ssize_t i
         for i in range(self.n):
             Py_XDECREF(self.m[i])
-        free(self.s)
-        free(self.m)
+        if self.s != NULL:
+            free(self.s - self.head)
+            free(self.m - self.head)
+
+    cdef void compact(self) noexcept:
+        """Move the pairs back to the start of their allocations."""
+        cdef Py_ssize_t h = self.head
+        if h == 0:
+            return
+        memmove(self.s - h, self.s, self.n * sizeof(double))
+        memmove(self.m - h, self.m, self.n * sizeof(PyObject *))
+        self.s -= h
+        self.m -= h
+        self.cap += h
+        self.head = 0
 
     cdef int resize(self, Py_ssize_t cap) except -1:
+        self.compact()
         cdef double *p = <double *>realloc(self.s, cap * sizeof(double))
         if p == NULL:
             raise MemoryError()
@@ -86,7 +107,10 @@ cdef class _Block:
 
     cdef inline int reserve(self, Py_ssize_t need) except -1:
         if need > self.cap:
-            self.resize(need + (need >> 2) + 4)
+            if need <= self.cap + self.head:
+                self.compact()
+            else:
+                self.resize(need + (need >> 2) + 4)
         return 0
 
     cdef inline Py_ssize_t size(self) noexcept:
@@ -115,9 +139,15 @@ cdef class _Block:
         return lo
 
     cdef int insert(self, Py_ssize_t i, double s, object m) except -1:
-        self.reserve(self.n + 1)
-        memmove(self.s + i + 1, self.s + i, (self.n - i) * sizeof(double))
-        memmove(self.m + i + 1, self.m + i, (self.n - i) * sizeof(PyObject *))
+        if i == 0 and self.head > 0:
+            self.s -= 1
+            self.m -= 1
+            self.head -= 1
+            self.cap += 1
+        else:
+            self.reserve(self.n + 1)
+            memmove(self.s + i + 1, self.s + i, (self.n - i) * sizeof(double))
+            memmove(self.m + i + 1, self.m + i, (self.n - i) * sizeof(PyObject *))
         self.s[i] = s
         Py_XINCREF(<PyObject *>m)
         self.m[i] = <PyObject *>m
@@ -129,8 +159,14 @@ cdef class _Block:
         cdef Py_ssize_t i
         for i in range(a, b):
             Py_XDECREF(self.m[i])  # a bytes object's release calls back into nothing
-        memmove(self.s + a, self.s + b, (self.n - b) * sizeof(double))
-        memmove(self.m + a, self.m + b, (self.n - b) * sizeof(PyObject *))
+        if a == 0:  # from the front: the start moves, nothing else does
+            self.s += b
+            self.m += b
+            self.head += b
+            self.cap -= b
+        else:
+            memmove(self.s + a, self.s + b, (self.n - b) * sizeof(double))
+            memmove(self.m + a, self.m + b, (self.n - b) * sizeof(PyObject *))
         self.n -= b - a
         return 0
 

@@ -9,8 +9,9 @@ tests/values/test_cstream.py holds the two to the same bytes over entries
 of every encoding Valkey's listpack has.
 """
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython cimport array
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
@@ -237,3 +238,185 @@ def entry_reply(bytearray body, Py_ssize_t p, tuple fields, uint64_t ms, uint64_
         return PyBytes_FromStringAndSize(o.p, o.n)
     finally:
         PyMem_Free(o.p)
+
+
+# -- appending an entry ------------------------------------------------------------------------------
+
+
+cdef bint _ll(const unsigned char *p, Py_ssize_t n, int64_t *out) noexcept:
+    """string2ll (util/cbits.pyx): the canonical 64-bit integer the text
+    spells, as lpStringToInt64 decides whether a listpack stores a string
+    as an integer."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t v = 0, limit = 9223372036854775807ULL
+    cdef unsigned char ch
+    if n == 0 or n > 20:
+        return False
+    if n == 1 and p[0] == 48:
+        out[0] = 0
+        return True
+    if p[0] == 45:
+        if n == 1:
+            return False
+        i = 1
+        limit += 1
+    if not (49 <= p[i] <= 57):
+        return False
+    while i < n:
+        ch = p[i]
+        if ch < 48 or ch > 57 or v > (limit - (ch - 48)) // 10:
+            return False
+        v = v * 10 + (ch - 48)
+        i += 1
+    out[0] = -<int64_t>v if p[0] == 45 else <int64_t>v
+    return True
+
+
+cdef inline Py_ssize_t _int_size(int64_t v) noexcept:
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+cdef Py_ssize_t _put_int(unsigned char *q, int64_t v) noexcept:
+    """lpEncodeIntegerGetType's smallest encoding of v, back length
+    included (listpack.py's enc_int); the bytes written."""
+    cdef uint64_t u = <uint64_t>v
+    cdef Py_ssize_t size = _int_size(v), k
+    if size == 2:
+        q[0] = <unsigned char>v
+    elif size == 3:
+        u &= 0x1FFF
+        q[0] = <unsigned char>(0xC0 | (u >> 8))
+        q[1] = <unsigned char>(u & 0xFF)
+    else:
+        q[0] = <unsigned char>(0xED + size) if size < 10 else 0xF4  # 0xF1..0xF3: 16, 24, 32 bits
+        for k in range(1, size - 1):
+            q[k] = <unsigned char>(u & 0xFF)
+            u >>= 8
+    q[size - 1] = <unsigned char>(size - 1)
+    return size
+
+
+cdef inline Py_ssize_t _backlen_size(Py_ssize_t n) noexcept:
+    if n <= 127:
+        return 1
+    if n < 16383:
+        return 2
+    if n < 2097151:
+        return 3
+    if n < 268435455:
+        return 4
+    return 5
+
+
+cdef Py_ssize_t _str_size(const unsigned char *s, Py_ssize_t n, int64_t *iv, bint *is_int) noexcept:
+    """The bytes lpAppend writes for the string s: an integer's when it
+    spells one, else a string's."""
+    is_int[0] = n <= 20 and _ll(s, n, iv)
+    if is_int[0]:
+        return _int_size(iv[0])
+    if n < 64:
+        return n + 2
+    if n < 4096:
+        return n + 2 + _backlen_size(n + 2)
+    return n + 5 + _backlen_size(n + 5)
+
+
+cdef Py_ssize_t _put_str(unsigned char *q, const unsigned char *s, Py_ssize_t n) noexcept:
+    """A string element (listpack.py's enc_str past its integer case)."""
+    cdef Py_ssize_t h, total, b, k
+    if n < 64:
+        q[0] = <unsigned char>(0x80 | n)
+        memcpy(q + 1, s, n)
+        q[n + 1] = <unsigned char>(n + 1)
+        return n + 2
+    if n < 4096:
+        q[0] = <unsigned char>(0xE0 | (n >> 8))
+        q[1] = <unsigned char>(n & 0xFF)
+        h = 2
+    else:
+        q[0] = 0xF0
+        q[1] = <unsigned char>(n & 0xFF)
+        q[2] = <unsigned char>((n >> 8) & 0xFF)
+        q[3] = <unsigned char>((n >> 16) & 0xFF)
+        q[4] = <unsigned char>((n >> 24) & 0xFF)
+        h = 5
+    memcpy(q + h, s, n)
+    total = n + h
+    b = _backlen_size(total)
+    q += total
+    # lpEncodeBacklen: the size 7 bits a byte, highest first, each byte after the first flagged.
+    for k in range(b):
+        q[k] = <unsigned char>(((total >> (7 * (b - 1 - k))) & 127) | (128 if k else 0))
+    return total + b
+
+
+def append_entry(bytearray body, array.array ids, array.array offs, uint64_t dms, uint64_t seq,
+                 uint64_t kseq, list fields, bint same):
+    """Stream.append's write of one entry into its node: the listpack
+    elements at the end of ``body``, the ID parts in ``ids`` and the
+    entry's offset in ``offs``. The elements written, or 0 when the entry
+    is left to the pure code (an ID part past 32 bits, or a node whose
+    arrays are not 32-bit words); nothing is changed then."""
+    cdef Py_ssize_t nf = len(fields), start, first, i, total, at, nids, noffs
+    cdef int64_t d = <int64_t>(seq - kseq)  # int64() of the delta, as the pure code wraps it
+    cdef int64_t iv
+    cdef bint is_int
+    cdef object f
+    cdef const unsigned char *s
+    cdef unsigned char *q
+    cdef Py_ssize_t n, count
+    if dms > 0xFFFFFFFF or seq > 0xFFFFFFFF or ids.ob_descr.typecode != b'I' or offs.ob_descr.typecode != b'I':
+        return 0
+    for i in range(nf):
+        if type(fields[i]) is not bytes:
+            return 0
+    if same:
+        first, count = 1, nf // 2 + 3
+        total = 2 + _int_size(<int64_t>dms) + _int_size(d) + _int_size(count)
+    else:
+        first, count = 0, nf + 4
+        total = 2 + _int_size(<int64_t>dms) + _int_size(d) + _int_size(nf // 2) + _int_size(count)
+    i = first
+    while i < nf:
+        f = fields[i]
+        total += _str_size(<const unsigned char *>PyBytes_AS_STRING(f), PyBytes_GET_SIZE(f), &iv, &is_int)
+        i += 1 if not same else 2
+    start = PyByteArray_GET_SIZE(body)
+    if start > 0xFFFFFFFF:
+        return 0
+    nids = len(ids)
+    noffs = len(offs)
+    array.resize_smart(ids, nids + 2)
+    array.resize_smart(offs, noffs + 1)
+    PyByteArray_Resize(body, start + total)
+    ids.data.as_uints[nids] = <unsigned int>dms
+    ids.data.as_uints[nids + 1] = <unsigned int>seq
+    offs.data.as_uints[noffs] = <unsigned int>start
+    q = <unsigned char *>PyByteArray_AS_STRING(body) + start
+    q[0] = 2 if same else 0  # the flags: F_SAMEFIELDS or none
+    q[1] = 1
+    at = 2
+    at += _put_int(q + at, <int64_t>dms)
+    at += _put_int(q + at, d)
+    if not same:
+        at += _put_int(q + at, nf // 2)
+    i = first
+    while i < nf:
+        f = fields[i]
+        s = <const unsigned char *>PyBytes_AS_STRING(f)
+        n = PyBytes_GET_SIZE(f)
+        _str_size(s, n, &iv, &is_int)
+        at += _put_int(q + at, iv) if is_int else _put_str(q + at, s, n)
+        i += 1 if not same else 2
+    at += _put_int(q + at, count)
+    return count + 1

@@ -36,7 +36,9 @@ from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size
 if TYPE_CHECKING:
     from ..protocol.rdbformat import Reader
 
-_SIZE_LEVELS: Final = (4096, 8192, 16384, 32768, 65536)
+# Indexed by a variable: a variable-length tuple type, or each index builds
+# the tuple anew when compiled (commands/list.py says why).
+_SIZE_LEVELS: Final[tuple[int, ...]] = (4096, 8192, 16384, 32768, 65536)
 _SAFETY: Final = 8192  # SIZE_SAFETY_LIMIT: a count-limited node's byte bound
 _UINT_MAX: Final = (1 << 32) - 1
 _NO_SIZE: Final = 1 << 64
@@ -180,17 +182,24 @@ def _large(fill: int, n: int) -> bool:
 def _node_push(nodes: deque[list[int]], fill: int, e: bytes, head: bool) -> None:
     """quicklistPushHead/Tail: into the end node when it has room
     (_quicklistNodeAllowInsert), else into a new node. The limits are
-    read once here rather than through ``_large`` and ``exceeds``: this
-    runs for every element pushed onto a quicklist."""
+    worked out here rather than through ``node_limit``, ``_large`` and
+    ``exceeds``: this runs for every element pushed onto a quicklist, and
+    node_limit's tuple holds a bound past 64 bits, an object when compiled.
+    ``sz`` is the byte bound (SIZE_SAFETY_LIMIT for a count-limited fill),
+    ``cnt`` the count bound (0: none)."""
     n = len(e)
-    sz, cnt = node_limit(fill)
-    if n > (_SAFETY if sz == _NO_SIZE else sz):  # isLargeElement
+    if fill >= 0:  # one assignment each: a tuple assignment builds its tuple when compiled
+        sz = _SAFETY
+        cnt = fill if fill else 1
+    else:
+        sz = _SIZE_LEVELS[min(-fill - 1, len(_SIZE_LEVELS) - 1)]
+        cnt = 0
+    if n > sz:  # isLargeElement
         node = [1, n, 1]
     else:
         end = (nodes[0] if head else nodes[-1]) if nodes else None
         if end is not None and not end[2]:
-            size = end[1] + n + _OVERHEAD
-            if (size <= sz) if sz != _NO_SIZE else (size <= _SAFETY and end[0] < cnt):
+            if end[1] + n + _OVERHEAD <= sz and (cnt == 0 or end[0] < cnt):
                 end[0] += 1
                 end[1] += entry_size(e)
                 return

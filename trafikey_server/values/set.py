@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 INTSET, LISTPACK, HASHTABLE = 0, 1, 2
 T_SET_INTSET, T_SET_LISTPACK = 11, 20
-_NAMES: Final = (b"intset", b"listpack", b"hashtable")
+_NAMES: Final[tuple[bytes, ...]] = (b"intset", b"listpack", b"hashtable")  # indexed by a variable: see commands/list.py
 # Bound once: the seeded generator is re-seeded in place, never replaced.
 randrange: Final = rng.randrange
 

@@ -88,6 +88,9 @@ def entry_reply(sid: int, fields: list[bytes]) -> bytes:
 # The compiled entry reply (values/cstream.pyx), when built: the same bytes
 # as entry_reply over Node.entry, written from the listpack in one pass.
 _k: Final = native.load("values.cstream")
+# Bound once: a C static when compiled, where ``_k.name`` is a lookup on the module at every call.
+_entry_reply: Final = _k.entry_reply if _k is not None else None
+_append_entry: Final = _k.append_entry if _k is not None else None
 
 
 # Entry flags (STREAM_ITEM_FLAG_*).
@@ -96,6 +99,10 @@ F_SAMEFIELDS: Final = 2
 # STREAM_LISTPACK_MAX_SIZE: a node's byte bound whatever the configuration.
 LISTPACK_MAX_SIZE: Final = 1 << 30
 _U64: Final = (1 << 64) - 1
+_SHORT: Final = 1 << 61
+# The table as a name of this module: a C static when compiled, where the
+# imported name is looked up on its module at every use.
+_SMALL_INT_ENC: Final = SMALL_INT_ENC
 _T = TypeVar("_T")
 
 
@@ -244,10 +251,12 @@ class Node:
     the offset of its flags element in ``body``, so bisection and deletion
     need no decoding."""
 
-    __slots__ = ("key", "base", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
+    __slots__ = ("key", "kms", "kseq", "base", "body", "nele", "live", "dead", "fields", "head", "ids", "offs")
 
     def __init__(self, key: int, fields: tuple[bytes, ...]) -> None:
         self.key = key
+        self.kms = key >> 64  # the primary ID's halves, for the deltas an append writes
+        self.kseq = key & _U64
         self.fields = fields
         self.live = 0
         self.dead = 0
@@ -345,8 +354,9 @@ class Node:
 
     def entry_reply(self, i: int, sid: int) -> bytes:
         """Entry i's reply (``entry_reply``), its ID ``sid``."""
-        if _k is not None:
-            return _k.entry_reply(self.body, self.offs[i], self.fields, sid >> 64, sid & _U64)  # type: ignore[no-any-return]
+        if _entry_reply is not None:
+            out: bytes = _entry_reply(self.body, self.offs[i], self.fields, sid >> 64, sid & _U64)
+            return out
         return entry_reply(sid, self.entry(i))
 
     def blob(self) -> bytes:
@@ -368,7 +378,8 @@ class Node:
         return n
 
 
-def _new_node(sid: int, fields: list[bytes]) -> Node:
+def new_node(sid: int, fields: list[bytes]) -> Node:
+    """A node whose primary entry is the entry sid with these fields."""
     names = tuple(fields[0::2])
     node = Node(sid, names)
     nf = len(names)
@@ -475,13 +486,46 @@ def node_from_listpack(key: int, blob: bytes) -> Node:
     return node
 
 
+def append_entry(node: Node, dms: int, ms: int, seq: int, fields: list[bytes], same: bool) -> int:
+    """The entry's elements, ID parts and offset written into its node
+    (cstream.append_entry's pure twin); the elements written."""
+    dseq = seq - node.kseq
+    body = node.body
+    node.offs.append(len(body))
+    ids = node.ids
+    if (dms <= 0xFFFFFFFF and seq <= 0xFFFFFFFF) or ids.typecode == "Q":
+        ids.append(dms)
+        ids.append(seq)
+    else:
+        node.push_id(ms << 64 | seq)
+    if same:
+        if len(fields) == 2:
+            small = _SMALL_INT_ENC
+            part = [b"\x02\x01", small[dms] if -4096 <= dms <= 4095 else enc_int(int64(dms)),
+                    small[dseq] if -4096 <= dseq <= 4095 else enc_int(int64(dseq)),
+                    enc_str(fields[1]), b"\x04\x01"]
+            count = 4
+        else:
+            count = len(fields) // 2 + 3
+            part = [b"\x02\x01", enc_int(int64(dms)), enc_int(int64(dseq))]
+            part += [enc_str(v) for v in fields[1::2]]
+            part.append(enc_int(count))
+    else:
+        count = len(fields) + 4
+        part = [b"\x00\x01", enc_int(int64(dms)), enc_int(int64(dseq)), enc_int(len(fields) // 2)]
+        part += [enc_str(v) for v in fields]
+        part.append(enc_int(count))
+    body += b"".join(part)
+    return count + 1
+
+
 class Stream:
     """A stream: its entries in ID order in Valkey's nodes, with Valkey's
     bookkeeping: the last ID ever given, the greatest deleted ID, the count
     of entries ever added, and the groups by name."""
 
-    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_id", "max_deleted_id", "entries_added",
-                 "groups")
+    __slots__ = ("_keys", "_nodes", "_len", "_first", "_rax", "last_ms", "last_seq", "max_deleted_id",
+                 "entries_added", "groups")
 
     def __init__(self) -> None:
         # The nodes' primary IDs (for bisection) and the nodes, in order.
@@ -490,13 +534,26 @@ class Stream:
         self._len = 0
         self._first = 0
         self._rax = 0  # radix-tree-nodes, 0 until computed for the current nodes
-        self.last_id = 0
+        # The last ID ever given, as its halves: XADD's generated ID needs
+        # no 128-bit arithmetic (``last_id`` is the one int).
+        self.last_ms = 0
+        self.last_seq = 0
         self.max_deleted_id = 0
         self.entries_added = 0
         self.groups: dict[bytes, Group] = {}
 
     def __len__(self) -> int:
         return self._len
+
+    @property
+    def last_id(self) -> int:
+        """The last ID ever given (XADD's floor), as one int."""
+        return self.last_ms << 64 | self.last_seq
+
+    @last_id.setter
+    def last_id(self, sid: int) -> None:
+        self.last_ms = sid >> 64
+        self.last_seq = sid & _U64
 
     @property
     def first_id(self) -> int:
@@ -526,7 +583,12 @@ class Stream:
         return MAX_ID if first else 0
 
     def add(self, sid: int, fields: list[bytes], node_limits: tuple[int, int]) -> None:
-        """Append an entry whose ID is above ``last_id`` (the caller checks
+        """Append an entry whose ID is above ``last_id`` (``append`` by the
+        ID as one int)."""
+        self.append(sid >> 64, sid & _U64, fields, node_limits)
+
+    def append(self, ms: int, seq: int, fields: list[bytes], node_limits: tuple[int, int]) -> None:
+        """Append the entry ``ms-seq``, above ``last_id`` (the caller checks
         and counts: ``last_id`` and ``entries_added`` are set here).
         ``node_limits`` is (stream-node-max-bytes, stream-node-max-entries)
         as configured when the entry is added: it decides where a node of
@@ -537,12 +599,15 @@ class Stream:
             max_bytes, max_entries = node_limits
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            if 7 + len(node.body) + sum(map(len, fields)) >= max_bytes or (
-                    max_entries and node.live + node.dead >= max_entries):
+            size = 7 + len(node.body)
+            for f in fields:
+                size += len(f)
+            if size >= max_bytes or (max_entries and node.live + node.dead >= max_entries):
                 node.shrink()
                 node = None
         if node is None:
-            node = _new_node(sid, fields)
+            sid = ms << 64 | seq
+            node = new_node(sid, fields)
             nodes.append(node)
             self._keys.append(sid)
             self._rax = 0
@@ -559,42 +624,21 @@ class Stream:
                 same = len(fields) == 2 and fields[0] == names[0]
             else:
                 same = len(fields) == 2 * len(names) and tuple(fields[0::2]) == names
-        key = node.key
-        ms, seq = sid >> 64, sid & _U64
-        dms = ms - (key >> 64)
-        dseq = seq - (key & _U64)
-        body = node.body
-        node.offs.append(len(body))
-        ids = node.ids
-        if (dms <= 0xFFFFFFFF and seq <= 0xFFFFFFFF) or ids.typecode == "Q":
-            ids.append(dms)
-            ids.append(seq)
-        else:
-            node.push_id(sid)
-        if same:
-            if len(fields) == 2:
-                part = [b"\x02\x01", SMALL_INT_ENC[dms] if -4096 <= dms <= 4095 else enc_int(int64(dms)),
-                        SMALL_INT_ENC[dseq] if -4096 <= dseq <= 4095 else enc_int(int64(dseq)),
-                        enc_str(fields[1]), b"\x04\x01"]
-                count = 4
-            else:
-                count = len(fields) // 2 + 3
-                part = [b"\x02\x01", enc_int(int64(dms)), enc_int(int64(dseq))]
-                part += [enc_str(v) for v in fields[1::2]]
-                part.append(enc_int(count))
-        else:
-            count = len(fields) + 4
-            part = [b"\x00\x01", enc_int(int64(dms)), enc_int(int64(dseq)), enc_int(len(fields) // 2)]
-            part += [enc_str(v) for v in fields]
-            part.append(enc_int(count))
-        body += b"".join(part)
-        node.nele += count + 1
+        dms = ms - node.kms
+        written = 0
+        if _append_entry is not None and dms <= 0xFFFFFFFF and seq <= 0xFFFFFFFF:
+            written = _append_entry(node.body, node.ids, node.offs, dms, seq, node.kseq, fields, same)
+        if written == 0:
+            written = append_entry(node, dms, ms, seq, fields, same)
+        node.nele += written
         self._len += 1
         if self._len == 1:
-            self._first = sid
-        self.last_id = sid
+            self._first = ms << 64 | seq
+        self.last_ms = ms
+        self.last_seq = seq
         added = self.entries_added + 1
-        self.entries_added = added if added <= LLONG_MAX else int64(added)
+        # The first test is on a short integer when compiled; LLONG_MAX is not one.
+        self.entries_added = added if added < _SHORT or added <= LLONG_MAX else int64(added)
 
     def _locate(self, sid: int) -> tuple[int, int] | None:
         """(node position, entry position) of the live entry sid, or None."""

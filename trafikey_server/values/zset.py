@@ -165,14 +165,15 @@ class ZSet:
         return True
 
     def pop_min(self) -> tuple[float, bytes]:
-        score, member = self.index.pop(0)
-        del self.scores[member]
-        return score, member
+        """The lowest (score, member), taken out: the index's own pair, not a copy."""
+        pair = self.index.pop(0)
+        del self.scores[pair[1]]
+        return pair
 
     def pop_max(self) -> tuple[float, bytes]:
-        score, member = self.index.pop()
-        del self.scores[member]
-        return score, member
+        pair = self.index.pop()
+        del self.scores[pair[1]]
+        return pair
 
     def rank(self, member: bytes) -> int | None:
         """0-based position in ascending order, or None if absent."""
