@@ -169,3 +169,37 @@ def test_zero_signs_and_refusals() -> None:
         assert repr(list(idx)) == "[(-0.0, b''), (-0.0, b'a')]"
     with pytest.raises(TypeError):
         ScoreIndex().add((1.0, "text"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32), k=st.integers(600, 3000))
+def test_front_pops_then_front_adds_and_growth(seed: int, k: int) -> None:
+    """A block's front deletions move its start (ZPOPMIN's path); adds at
+    the front take those slots back, and growth gives them back to the end
+    (the block compacts): the order, positions and copies stay right through
+    every mix of the three."""
+    rng = random.Random(seed)
+    pairs = [(float(i), b"m%d" % i) for i in range(k)]
+    ref, idx = SortedList(pairs), ScoreIndex()
+    for p in pairs:
+        idx.add(p)
+    low = -1
+    for _ in range(8):
+        for _ in range(rng.randrange(1, k // 4)):  # pops from the front
+            if ref:
+                assert repr(idx.pop(0)) == repr(ref.pop(0))
+        for _ in range(rng.randrange(0, 300)):  # adds below everything: at the front
+            p = (float(low), b"n%d" % low)
+            low -= 1
+            idx.add(p)
+            ref.add(p)
+        for _ in range(rng.randrange(0, 600)):  # adds anywhere: growth and splits
+            p = (rng.uniform(low, k), b"r%d" % rng.randrange(10**9))
+            idx.add(p)
+            ref.add(p)
+        assert len(idx) == len(ref)
+        if ref:
+            i = rng.randrange(len(ref))
+            assert repr(idx[i]) == repr(ref[i]) and idx.index(ref[i]) == ref.index(ref[i])
+        assert repr(list(idx)) == repr(list(ref))
+        assert repr(list(copy.copy(idx))) == repr(list(ref))
