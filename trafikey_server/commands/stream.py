@@ -441,15 +441,9 @@ def xtrim(c: Client, argv: list[bytes]) -> bytes:
 
 
 def _range_reply(s: Stream, start: int, end: int, count: int, rev: bool) -> bytes:
-    out = [b""]
-    n = 0
-    for sid, node, i in s.spans(start, end, rev):
-        out.append(node.entry_reply(i, sid))
-        n += 1
-        if n == count:
-            break
-    out[0] = array_header(n)
-    return b"".join(out)
+    """The array of the entries within [start, end], at most count (0: all)."""
+    replies, n = s.range_replies(start, end, count, rev)
+    return array_header(n) + b"".join(replies)
 
 
 def _xrange(c: Client, argv: list[bytes], rev: bool) -> bytes:

@@ -17,7 +17,8 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
 cdef enum:
-    F_SAMEFIELDS = 2  # values/stream.py
+    F_DELETED = 1  # values/stream.py
+    F_SAMEFIELDS = 2
 
 
 cdef struct Out:
@@ -196,17 +197,43 @@ cdef int64_t _int(const unsigned char *b, Py_ssize_t *p, Py_ssize_t end) except?
     return iv
 
 
+cdef int _entry(Out *o, const unsigned char *b, Py_ssize_t p, Py_ssize_t end, tuple fields, uint64_t ms,
+                uint64_t seq) except -1:
+    """Write ``[id, [field, value, ...]]`` of the entry whose flags element
+    is at p (entry_reply's terms)."""
+    cdef char buf[48]
+    cdef Py_ssize_t i, k, nf
+    cdef int64_t flags
+    cdef bytes f
+    flags = _int(b, &p, end)
+    _int(b, &p, end)  # the ms and seq deltas: the caller gives the ID
+    _int(b, &p, end)
+    i = _id_text(buf, ms, seq)
+    _put(o, b"*2\r\n", 4)
+    _bulk(o, buf + i, 48 - i)
+    if flags & F_SAMEFIELDS:
+        nf = len(fields)
+        _head(o, 42, 2 * nf)
+        for k in range(nf):
+            f = <bytes>fields[k]
+            _bulk(o, f, len(f))
+            _value(o, b, &p, end)
+    else:
+        nf = _int(b, &p, end)
+        if nf < 0:
+            raise ValueError("negative field count")
+        _head(o, 42, 2 * nf)
+        for k in range(2 * nf):
+            _value(o, b, &p, end)
+    return 0
+
+
 def entry_reply(bytearray body, Py_ssize_t p, tuple fields, uint64_t ms, uint64_t seq):
     """``[id, [field, value, ...]]`` of the entry whose flags element is at
     p in the node's listpack ``body``; ``fields`` are the node's primary
     fields, the ID is ``ms-seq``."""
     cdef Py_ssize_t end = PyByteArray_GET_SIZE(body)
-    cdef const unsigned char *b = <const unsigned char *>PyByteArray_AS_STRING(body)
     cdef Out o
-    cdef char buf[48]
-    cdef Py_ssize_t i, k, nf
-    cdef int64_t flags
-    cdef bytes f
     if end == 0:
         raise ValueError("empty listpack")
     o.n = 0
@@ -215,27 +242,58 @@ def entry_reply(bytearray body, Py_ssize_t p, tuple fields, uint64_t ms, uint64_
     if o.p == NULL:
         raise MemoryError()
     try:
-        flags = _int(b, &p, end)
-        _int(b, &p, end)  # the ms and seq deltas: the caller gives the ID
-        _int(b, &p, end)
-        i = _id_text(buf, ms, seq)
-        _put(&o, b"*2\r\n", 4)
-        _bulk(&o, buf + i, 48 - i)
-        if flags & F_SAMEFIELDS:
-            nf = len(fields)
-            _head(&o, 42, 2 * nf)
-            for k in range(nf):
-                f = <bytes>fields[k]
-                _bulk(&o, f, len(f))
-                _value(&o, b, &p, end)
-        else:
-            nf = _int(b, &p, end)
-            if nf < 0:
-                raise ValueError("negative field count")
-            _head(&o, 42, 2 * nf)
-            for k in range(2 * nf):
-                _value(&o, b, &p, end)
+        _entry(&o, <const unsigned char *>PyByteArray_AS_STRING(body), p, end, fields, ms, seq)
         return PyBytes_FromStringAndSize(o.p, o.n)
+    finally:
+        PyMem_Free(o.p)
+
+
+def node_entries(bytearray body, array.array offs, array.array ids, tuple fields, uint64_t kms, Py_ssize_t i,
+                 bint rev, uint64_t lim_ms, uint64_t lim_seq, Py_ssize_t count):
+    """XRANGE's replies of one node's live entries, from position i on
+    (back towards 0 when rev), while their IDs are within the limit (at
+    most ``lim_ms-lim_seq`` going forward, at least it going back) and
+    until ``count`` are written (0: no bound): ``(replies, written,
+    passed)``, ``passed`` when an ID beyond the limit stopped the walk. An
+    entry's ID is ``kms + ids[2i]`` and ``ids[2i+1]``, as Node keeps it;
+    Stream.range_replies walks the nodes."""
+    cdef Py_ssize_t end = PyByteArray_GET_SIZE(body)
+    cdef Py_ssize_t n = len(offs)
+    cdef const unsigned char *b = <const unsigned char *>PyByteArray_AS_STRING(body)
+    cdef bint wide = ids.ob_descr.typecode == b'Q'
+    cdef Py_ssize_t written = 0, off
+    cdef bint passed = False
+    cdef uint64_t ms, seq
+    cdef Out o
+    if offs.ob_descr.typecode != b'I' or (not wide and ids.ob_descr.typecode != b'I') or len(ids) < 2 * n:
+        raise ValueError("stream node arrays of an unknown shape")
+    o.n = 0
+    o.cap = 256
+    o.p = <char *>PyMem_Malloc(o.cap)
+    if o.p == NULL:
+        raise MemoryError()
+    try:
+        while 0 <= i < n:
+            if wide:
+                ms = kms + ids.data.as_ulonglongs[2 * i]
+                seq = ids.data.as_ulonglongs[2 * i + 1]
+            else:
+                ms = kms + ids.data.as_uints[2 * i]
+                seq = ids.data.as_uints[2 * i + 1]
+            if (ms > lim_ms or (ms == lim_ms and seq > lim_seq)) if not rev else (
+                    ms < lim_ms or (ms == lim_ms and seq < lim_seq)):
+                passed = True
+                break
+            off = offs.data.as_uints[i]
+            if off >= end:
+                raise ValueError("entry offset past the listpack")
+            if not b[off] & F_DELETED:
+                _entry(&o, b, off, end, fields, ms, seq)
+                written += 1
+                if written == count:
+                    break
+            i += -1 if rev else 1
+        return PyBytes_FromStringAndSize(o.p, o.n), written, passed
     finally:
         PyMem_Free(o.p)
 

@@ -91,6 +91,7 @@ _k: Final = native.load("values.cstream")
 # Bound once: a C static when compiled, where ``_k.name`` is a lookup on the module at every call.
 _entry_reply: Final = _k.entry_reply if _k is not None else None
 _append_entry: Final = _k.append_entry if _k is not None else None
+_node_entries: Final = _k.node_entries if _k is not None else None
 
 
 # Entry flags (STREAM_ITEM_FLAG_*).
@@ -703,6 +704,51 @@ class Stream:
                     if not body[offs[i]] & F_DELETED:
                         yield sid, node, i
                     i -= 1
+
+    def range_replies(self, start: int, end: int, count: int, rev: bool) -> tuple[list[bytes], int]:
+        """XRANGE's replies of the live entries within [start, end], in
+        order (reversed when rev), at most ``count`` of them (0: all), and
+        how many were written. Compiled, one kernel call writes a node's
+        run of entries (cstream.node_entries); pure, each entry is written
+        from ``spans``."""
+        out: list[bytes] = []
+        n = 0
+        if _node_entries is None:
+            for sid, node, i in self.spans(start, end, rev):
+                out.append(node.entry_reply(i, sid))
+                n += 1
+                if n == count:
+                    break
+            return out, n
+        if start > end or not self._len:
+            return out, 0
+        keys, nodes = self._keys, self._nodes
+        lim = start if rev else end
+        lim_ms, lim_seq = lim >> 64, lim & _U64
+        if not rev:
+            j = max(bisect_right(keys, start) - 1, 0)
+            stop, step = len(nodes), 1
+        else:
+            j = bisect_right(keys, end) - 1
+            stop, step = -1, -1
+        for k in range(j, stop, step):
+            node = nodes[k]
+            if not rev and node.key > end:
+                break
+            if not node.live:
+                continue
+            if rev:
+                i = node.index(end + 1) - 1
+            else:
+                i = node.index(start) if node.key < start else 0
+            chunk, got, passed = _node_entries(node.body, node.offs, node.ids, node.fields, node.kms, i, rev,
+                                               lim_ms, lim_seq, count - n if count else 0)
+            if got:
+                out.append(chunk)
+                n += got
+            if passed or (count and n == count):
+                break
+        return out, n
 
     def ids(self, start: int = 0, end: int = MAX_ID, rev: bool = False) -> Iterator[int]:
         """The live IDs within [start, end] in order (reversed when rev),
