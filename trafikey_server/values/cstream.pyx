@@ -1,10 +1,13 @@
-"""A stream entry's reply, read straight from its node's listpack.
+"""A stream's entries written in C: their replies, read straight from the
+node's listpack, and a new entry's elements appended to it.
 
 XRANGE and XREAD spent most of each entry decoding the listpack into a list
 of bytes objects (one per field and value, ints formatted back to text)
 and then formatting that list into RESP. Here one pass over the listpack
-writes the RESP reply into one buffer: no object per field. The pure path
-stays in values/stream.py (``Node.entry`` and ``entry_reply``), and
+writes the RESP reply into one buffer: no object per field, and one call
+per node for a range (``node_entries``). XADD's entry is encoded into the
+node's body in place (``append_entry``). The pure path stays in
+values/stream.py (``Node.entry``, ``entry_reply``, ``append_entry``), and
 tests/values/test_cstream.py holds the two to the same bytes over entries
 of every encoding Valkey's listpack has.
 """
@@ -25,6 +28,16 @@ cdef struct Out:
     char *p
     Py_ssize_t n
     Py_ssize_t cap
+
+
+cdef int _open(Out *o, Py_ssize_t cap) except -1:
+    """An empty buffer of cap bytes (the caller frees o.p)."""
+    o.n = 0
+    o.cap = cap
+    o.p = <char *>PyMem_Malloc(cap)
+    if o.p == NULL:
+        raise MemoryError()
+    return 0
 
 
 cdef int _room(Out *o, Py_ssize_t more) except -1:
@@ -236,11 +249,7 @@ def entry_reply(bytearray body, Py_ssize_t p, tuple fields, uint64_t ms, uint64_
     cdef Out o
     if end == 0:
         raise ValueError("empty listpack")
-    o.n = 0
-    o.cap = 128
-    o.p = <char *>PyMem_Malloc(o.cap)
-    if o.p == NULL:
-        raise MemoryError()
+    _open(&o, 128)
     try:
         _entry(&o, <const unsigned char *>PyByteArray_AS_STRING(body), p, end, fields, ms, seq)
         return PyBytes_FromStringAndSize(o.p, o.n)
@@ -267,11 +276,7 @@ def node_entries(bytearray body, array.array offs, array.array ids, tuple fields
     cdef Out o
     if offs.ob_descr.typecode != b'I' or (not wide and ids.ob_descr.typecode != b'I') or len(ids) < 2 * n:
         raise ValueError("stream node arrays of an unknown shape")
-    o.n = 0
-    o.cap = 256
-    o.p = <char *>PyMem_Malloc(o.cap)
-    if o.p == NULL:
-        raise MemoryError()
+    _open(&o, 256)
     try:
         while 0 <= i < n:
             if wide:
