@@ -148,7 +148,18 @@ def execute(c: Client, argv: list[bytes]) -> bytes:
     capitals, the right number of arguments) goes straight to ``call``;
     everything else takes Valkey's full sequence of checks below."""
     server = c.server
-    cmd = server.table.fast.get(argv[0])
+    fast = server.table.fast
+    name = argv[0]
+    # The table's maps are replaced, never changed in place (Table.with_fast):
+    # the same map and the same name give the same command.
+    if c.fast_map is fast and name == c.fast_name:
+        cmd = c.fast_cmd
+    else:
+        cmd = fast.get(name)
+        if cmd is not None:
+            c.fast_map = fast
+            c.fast_name = name
+            c.fast_cmd = cmd
     if (cmd is not None and c.multi is None and c.unrestricted and server.busy_run is None
             and not server.slot_checks):
         a = cmd.arity

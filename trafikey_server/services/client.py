@@ -46,7 +46,7 @@ class Client:
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
         "subscriptions", "pushed", "blocked",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
-        "readonly", "import_source", "capa_redirect",
+        "readonly", "import_source", "capa_redirect", "fast_map", "fast_name", "fast_cmd",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -80,6 +80,12 @@ class Client:
         self.ctime = int(time())
         self.last_interaction = float(self.ctime)
         self.last_cmd = b"NULL"
+        # Dispatch's last fast-path lookup: the table's fast map it was made
+        # in, the name as sent and its command. A pipeline repeats one name,
+        # and comparing it costs less than hashing it for the map again.
+        self.fast_map: dict[bytes, Command] | None = None
+        self.fast_name = b""
+        self.fast_cmd: Command | None = None
         self.transport: Transport | None = None
         self.no_evict = False
         self.no_touch = False

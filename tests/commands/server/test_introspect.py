@@ -355,6 +355,21 @@ def test_pause_ends_by_itself(trafikey_server: Proc) -> None:
 
 
 
+def test_pause_holds_a_write_the_client_has_just_run(trafikey_server: Proc) -> None:
+    """Dispatch remembers each client's last command lookup; a pause that
+    begins after the client's SET still holds its next SET (the pause
+    serves a table without the writes on its fast path)."""
+    w, ctl = Wire(trafikey_server.port), Wire(trafikey_server.port)
+    assert w.call("SET", "pc", "1") == b"+OK\r\n"
+    assert ctl.call("CLIENT", "PAUSE", "300", "WRITE") == b"+OK\r\n"
+    start = time.monotonic()
+    assert w.call("SET", "pc", "2") == b"+OK\r\n"
+    assert time.monotonic() - start >= 0.2
+    assert ctl.call("GET", "pc") == b"$1\r\n2\r\n"
+    w.close()
+    ctl.close()
+
+
 def test_monitor_flag_in_client_list(pair: Pair) -> None:
     """A client in MONITOR mode shows flag O, as on Valkey."""
     for w in (pair.v, pair.t):
