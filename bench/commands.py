@@ -40,6 +40,9 @@ server that happens to run second:
   with ``PFCOUNT_ELEMENTS`` elements (dense on both servers).
 - GEOADD (``GEOADD bench:geo 13.361389 38.115556 member:__rand_int__``
   under ``-r``) starts from no ``bench:geo``.
+- PUBLISH (``PUBLISH bench:ch message``) goes to a channel nobody listens
+  to: the command's own path (channel and pattern lookup, the reply) with no
+  delivery, which the pub/sub section measures with subscribers reading.
 """
 
 from __future__ import annotations
@@ -222,6 +225,7 @@ TESTS: list[Test] = [
     Test("PFCOUNT", ["PFCOUNT", "bench:hll:full"], _prep_pfcount),
     Test("GEOADD", ["-r", str(KEYSPACE), "GEOADD", "bench:geo", "13.361389", "38.115556", "member:__rand_int__"],
          _prep_del("bench:geo")),
+    Test("PUBLISH", ["PUBLISH", "bench:ch", "message"], _prep_none),
 ]
 
 

@@ -1,10 +1,11 @@
 """The compiled bit kernels (util/cbits.pyx) against the pure code they stand in for.
 
 BITCOUNT counts with ``popcount``, PFADD hashes with ``pat_len`` (and sets
-dense registers with ``dense_add``), every integer argument is read by
+dense registers with ``dense_add``), PFADD and PFCOUNT test a value with
+``hll_encoding``, every integer argument is read by
 ``string2ll`` and every plain score by ``string2d`` when the kernel is built;
 the pure ``_popcount`` (commands/bitmap.py), ``murmur64a``/``pat_len``/
-``_dense_set`` (values/hyperloglog.py), ``_to_int`` (util/parsing.py) and
+``_dense_set``/``hll_encoding`` (values/hyperloglog.py), ``_to_int`` (util/parsing.py) and
 ``parse_double`` (util/floats.py, run from its source) answer otherwise. Every
 length, alignment and bit range is covered here, including the word-sized
 loop's edges; the replies themselves are held to Valkey's by the command tests.
@@ -179,3 +180,80 @@ def test_string2d_agrees_with_the_pure_parse(text: bytes) -> None:
     x = cbits.string2d(text)
     assert x is None or x == _PURE_FLOATS.parse_double(text)
     assert floats_module.parse_double(text) == _PURE_FLOATS.parse_double(text)
+
+
+def _hll_shapes() -> list[object]:
+    dense = _dense([3] * hll.REGISTERS)
+    sparse = hll.new_sparse()
+    out: list[object] = [b"", b"HYLL", bytes(sparse), sparse, bytes(dense), dense, dense[:-1], dense + b"\0",
+                         b"HYLL\x02" + bytes(11), b"HYLX\x01" + bytes(11), b"HYLL\x00" + bytes(11),
+                         b"HYLL\x01" + bytes(10), b"hyll\x01" + bytes(11), "HYLL\x01" + "\0" * 11, 7, None]
+    return out
+
+
+@pytest.mark.parametrize("v", _hll_shapes(), ids=repr)
+def test_hll_encoding_tells_what_the_pure_test_tells(v: object) -> None:
+    if type(v) not in (bytes, bytearray):
+        assert cbits.hll_encoding(v) == -1
+        return
+    assert cbits.hll_encoding(v) == hll.hll_encoding(v)  # type: ignore[arg-type]
+
+
+def test_hll_encoding_names_each_encoding() -> None:
+    assert cbits.hll_encoding(hll.new_sparse()) == hll.SPARSE
+    assert cbits.hll_encoding(_dense([0] * hll.REGISTERS)) == hll.DENSE
+    assert cbits.hll_encoding(b"HYLL\x00" + bytes(11)) == -1
+
+
+def _pfadd_batches(kernel: bool, batches: list[list[bytes]], max_bytes: int) -> list[object]:
+    """Each batch through sparse_add (the kernel's or the pure one) until the
+    value would turn dense: the answers and the value after each."""
+    v = hll.new_sparse()
+    seen: list[object] = []
+    for batch in batches:
+        done = cbits.sparse_add(v, batch, max_bytes) if kernel else hll.sparse_add(v, batch, max_bytes)
+        seen.append((done, bytes(v)))
+        if done is None or done[1] < len(batch):
+            break
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4_000).map(lambda i: b"e:%d" % i), min_size=1, max_size=12),
+                max_size=120),
+       st.sampled_from([20, 40, 100, 300, 3000]))
+def test_sparse_add_edits_the_opcodes_the_pure_edits_make(batches: list[list[bytes]], max_bytes: int) -> None:
+    """Valkey's sparse edits byte for byte (splits, merges of equal VALs,
+    XZERO and ZERO runs) and the element at which each would promote."""
+    assert _pfadd_batches(True, batches, max_bytes) == _pfadd_batches(False, batches, max_bytes)
+
+
+def test_sparse_add_runs_until_the_value_turns_dense() -> None:
+    elements = [b"element:%012d" % i for i in range(5_000)]
+    ours, theirs = hll.new_sparse(), hll.new_sparse()
+    taken = 0
+    while taken < len(elements):
+        batch = elements[taken:taken + 7]
+        done = cbits.sparse_add(ours, batch, 3000)
+        assert done == hll.sparse_add(theirs, batch, 3000)
+        assert ours == theirs
+        assert done is not None
+        taken += done[1]
+        if done[1] < len(batch):
+            break
+    assert 1_000 < taken < 5_000 and len(ours) <= 3000
+    assert ours[15] & 0x80  # the cached count marked stale
+
+
+def test_sparse_add_leaves_what_is_not_a_whole_sparse_value() -> None:
+    whole = hll.new_sparse()
+    short = bytearray(b"HYLL\x01" + bytes(11) + b"\x7f")  # an XZERO cut short
+    under = bytearray(b"HYLL\x01" + bytes(11) + b"\x7f\xfe")  # 16383 registers
+    dense = _dense([0] * hll.REGISTERS)
+    for v in (short, under, dense):
+        before = bytes(v)
+        assert cbits.sparse_add(v, [b"a"], 3000) is None and hll.sparse_add(v, [b"a"], 3000) is None
+        assert v == before
+    assert cbits.sparse_add(whole, [b"a"], 3000) == (1, 1)
+    with pytest.raises(TypeError):
+        cbits.sparse_add(hll.new_sparse(), ["a"], 3000)

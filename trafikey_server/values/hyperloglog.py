@@ -138,6 +138,11 @@ _k: Final = native.load("util.cbits")
 _KPAT: Final[Callable[[bytes], tuple[int, int]] | None] = None if _k is None else _k.pat_len
 # PFADD into a dense value, whole (the same registers as _dense_set over pat_len).
 _KDENSE: Final[Callable[[bytearray, list[bytes]], int] | None] = None if _k is None else _k.dense_add
+# PFADD's sparse edits, opcode by opcode in place (the same as sparse_add).
+_KSPARSE: Final[Callable[[bytearray, list[bytes], int], tuple[int, int] | None] | None] = (
+    None if _k is None else _k.sparse_add)
+# is_hll in one call (its pure test reads the value through generic calls when compiled).
+_KENC: Final[Callable[[bytes | bytearray], int] | None] = None if _k is None else _k.hll_encoding
 
 # Below this many elements of one length, one at a time is as fast.
 _LANES_FROM: Final = 16
@@ -187,13 +192,20 @@ _words(8)
 
 def is_hll(v: bytes | bytearray) -> bool:
     """isHLLObjectOrReply's test of a string value."""
+    e: int = hll_encoding(v) if _KENC is None else _KENC(v)
+    return e >= 0
+
+
+def hll_encoding(v: bytes | bytearray) -> int:
+    """The encoding byte (DENSE or SPARSE) of a string holding an HLL, else
+    -1: the magic, a known encoding, and a dense value's exact size."""
     n = len(v)
     # One method call and one index: on bytes-or-bytearray each is a
     # generic call when compiled, and a slice would copy the 12 KB value.
     if n < HDR or not v.startswith(b"HYLL"):
-        return False
+        return -1
     enc = v[4]
-    return enc == SPARSE or (enc == DENSE and n == DENSE_SIZE)
+    return enc if enc == SPARSE or (enc == DENSE and n == DENSE_SIZE) else -1
 
 
 def new_sparse() -> bytearray:
@@ -350,8 +362,8 @@ class _Sparse:
 
     __slots__ = ("ops", "starts", "size", "cut")
 
-    def __init__(self, v: bytes | bytearray) -> None:
-        ops, spans, cut = _parse(v)
+    def __init__(self, v: bytes | bytearray, parsed: tuple[list[int], list[int], bool] | None = None) -> None:
+        ops, spans, cut = _parse(v) if parsed is None else parsed
         self.ops = ops
         self.starts = list(accumulate(spans[:-1], initial=0)) if spans else []
         self.size = len(v)
@@ -624,6 +636,39 @@ def to_dense(v: bytearray) -> bool:
     return True
 
 
+def sparse_add(v: bytearray, elements: list[bytes], max_bytes: int) -> tuple[int, int] | None:
+    """PFADD's edits of a sparse value whose runs cover the 16384 registers
+    exactly, in place: (registers raised, elements taken), fewer taken than
+    given when the next would promote the value to dense. None, v
+    untouched, for any other value (``add`` then follows Valkey's reading
+    of the corrupted opcodes). util/cbits.pyx's ``sparse_add`` answers the
+    same without parsing the whole string each time."""
+    parsed = _parse(v)
+    if parsed[2] or sum(parsed[1]) != REGISTERS:
+        return None
+    sp = _Sparse(v, parsed)
+    updated = 0
+    k = 0
+    for e in elements:
+        index, cnt = pat_len(e)
+        r = sp.set(index, cnt, max_bytes)
+        if r == 2:
+            break
+        updated += r
+        k += 1
+    if updated:
+        v[HDR:] = sp.body()
+        invalidate(v)
+    return updated, k
+
+
+def _dense_add(v: bytearray, elements: list[bytes]) -> int:
+    if _KDENSE is not None:
+        n: int = _KDENSE(v, elements)
+        return n
+    return sum([_dense_set(v, index, cnt) for index, cnt in _hashed(elements)])
+
+
 def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
     """PFADD's loop over elements on a valid HLL value, in place: the
     number of registers raised (Valkey's ``updated``), or -1 when corrupted
@@ -632,9 +677,16 @@ def add(v: bytearray, elements: list[bytes], max_bytes: int) -> int:
     as they go."""
     if not elements:
         return 0
-    if _KDENSE is not None and v[4] == DENSE:
-        n: int = _KDENSE(v, elements)
-        return n
+    if v[4] == DENSE:
+        return _dense_add(v, elements)
+    if len(elements) < _AT_ONCE_FROM:
+        edits = sparse_add(v, elements, max_bytes) if _KSPARSE is None else _KSPARSE(v, elements, max_bytes)
+        if edits is not None:
+            raised, taken = edits
+            if taken < len(elements):
+                to_dense(v)
+                raised += _dense_add(v, elements[taken:])
+            return raised
     hashed = _hashed(elements)
     updated = 0
     k = 0
