@@ -44,16 +44,16 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
                 "trafikey-server (native) |", "Stream entries:", "| one waiter |", "| fan-out 20 |",
                 "| BLPOP one waiter |", "| 100 |", "| XADD | 1 |", "| XADD_MAXLEN | 16 |", "| XRANGE | 1 |",
                 "| SETBIT | 1 |", "| BITCOUNT | 16 |", "| PFADD | 1 |", "| PFCOUNT | 16 |", "| GEOADD | 1 |",
-                "| TRAFIKEY.SNAPSHOT SAVE |", "| TRAFIKEY.SNAPSHOT RESTORE |", "| DEBUG RELOAD |"):
+                "| PUBLISH | 16 |", "| TRAFIKEY.SNAPSHOT SAVE |", "| TRAFIKEY.SNAPSHOT RESTORE |", "| DEBUG RELOAD |"):
         assert row in text, row
     streams = text.split("## Streams", 1)[1].split("## Targets", 1)[0]
     for row in ("| 1 |", "| 10 |"):
         assert row in streams, row
     # every target was judged, whatever the verdict
     assert "not measured" not in text
-    # (24 command rows at P1 and P16, 4 lifecycle, 1 growth, a CLAIM p99 per backlog size (2),
+    # (25 command rows at P1 and P16, 4 lifecycle, 1 growth, a CLAIM p99 per backlog size (2),
     # 2 memory: jobs and stream entries)
-    assert text.count("**MET**") + text.count("**MISSED**") == 57
+    assert text.count("**MET**") + text.count("**MISSED**") == 59
 
     data = json.loads((out / "results.json").read_text())
     assert set(data["samples"]) == {"commands", "lifecycle", "growth", "memory", "memory_stream", "blocking", "pubsub",
