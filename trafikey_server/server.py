@@ -22,7 +22,8 @@ from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
-from .execution.persist.rdb import RdbError
+from .execution.persist.oneoff import OneOffRewrite
+from .execution.persist.rdb import RdbError, failure_words
 from .execution.persist.snapshot import Snapshots
 from .execution.persist.startup import load_at_startup, stop_logging
 from .execution.scripting.busy import Busy
@@ -124,6 +125,8 @@ class Server:
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
         self.snapshots = Snapshots(self)
+        # A BGREWRITEAOF's child while the log is off.
+        self.oneoff = OneOffRewrite(self)
         # TRAFIKEY.SNAPSHOT's copies of the keyspace, by name (in memory only).
         self.named_snapshots = NamedSnapshots(self)
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
@@ -452,6 +455,10 @@ class Server:
                 if db.volatile and not db.expiry_paused:  # hash fields with TTLs
                     db.sweep_fields(now, 2000)
         self.snapshots.cron()
+        if self.aof is not None:
+            self.aof.rewriter.cron()
+        if self.oneoff.child_pid or self.oneoff.scheduled:
+            self.oneoff.cron()
         if self.blocking.clients:
             self.blocking.expire()
         if self.tracking.clients:
@@ -494,6 +501,7 @@ class Server:
     async def close(self) -> None:
         for lst in self.listeners:
             lst.close(unlink=True)
+        self.oneoff.kill()
         if self.aof is not None:
             stop_logging(self)  # everything logged is flushed and fsynced before exit
         for conn in list(self.connections.values()):
@@ -508,6 +516,7 @@ def run(config: Config) -> int:
     try:
         _run_loop(server.serve_forever())
     except RdbError as e:
+        server.log.warning(failure_words(e))
         server.log.warning(f"Fatal error loading the DB from {server.snapshots.path()}: {e}. "
                            "Exiting; the file was left as it is.")
         return 1

@@ -8,6 +8,7 @@ import time as _time
 from typing import TYPE_CHECKING, Any
 
 from ..execution.persist.aofload import AofLoadError
+from ..execution.persist.oneoff import aof_child
 from ..execution.persist.rdb import RdbError, install, parse
 from ..execution.persist.startup import reload_aof
 from ..protocol import commandinfo, keyspecs
@@ -199,12 +200,13 @@ def save(c: Client, argv: list[bytes]) -> bytes:
 
 def bgsave(c: Client, argv: list[bytes]) -> bytes:
     snaps = c.server.snapshots
+    schedule = False
     if len(argv) > 1:
         opt = argv[1].lower()
         # SCHEDULE only matters while another kind of child runs (an AOF
         # rewrite in Valkey); with none, it starts the save at once.
         if len(argv) == 2 and opt == b"schedule":
-            pass
+            schedule = True
         elif len(argv) == 2 and opt == b"cancel":
             if snaps.child_pid:
                 c.server.log.notice("Background saving will be aborted due to user request")
@@ -219,9 +221,15 @@ def bgsave(c: Client, argv: list[bytes]) -> bytes:
             raise syntax()
     if snaps.child_pid:
         raise CommandError(b"ERR Background save already in progress")
-    if c.in_exec:
-        # Valkey does not fork in the middle of a transaction: it schedules.
+    if aof_child(c.server) or c.in_exec:
+        # Valkey does not fork beside another child, nor in the middle of a
+        # transaction: it schedules, or refuses when not asked to schedule.
+        if not (schedule or c.in_exec):
+            raise CommandError(b"ERR Another child process is active (AOF?): can't BGSAVE right now. "
+                               b"Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
         snaps.scheduled = True
+        c.server.log.notice("Background saving scheduled due to user request" if schedule
+                            else "Background saving scheduled to run after transaction execution")
         return status(b"Background saving scheduled")
     if not snaps.bgsave():
         raise CommandError(b"ERR")

@@ -8,6 +8,7 @@ no offset it is the wall clock; ``offset_ms`` moves a running clock, and
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Final
 
@@ -58,3 +59,13 @@ class Clock:
     def release(self) -> None:
         self.frozen_ms = None
         self.offset_ms = 0
+
+
+def debug_delay(usec: int) -> None:
+    """Valkey's debugDelay, for rdb-key-save-delay and key-load-delay: sleep
+    usec microseconds; a negative value sleeps one microsecond once in
+    -usec calls (a shorter sleep than the system's own smallest)."""
+    if usec < 0:
+        usec = 1 if random.randrange(-usec) == 0 else 0
+    if usec:
+        time.sleep(usec / 1_000_000)

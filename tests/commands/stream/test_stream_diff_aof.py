@@ -134,8 +134,9 @@ def run() -> Run:
         ours_before = _states(srv.port)
     finally:
         srv.stop()
-    # A base file without an RDB preamble: this server loads only command logs.
-    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no", *NODES)
+    # Both with their defaults: the bases are RDB files, the streams' RDB
+    # encodings included, and each server loads the other's below.
+    v = valkey_on(theirs, "--appendonly", "yes", "--appendfsync", "always", *NODES)
     try:
         want = _workload(v.port)
         theirs_before = _states(v.port)
@@ -167,7 +168,7 @@ def test_stream_logs_restore_on_restart_and_across(run: Run) -> None:
         finally:
             srv.stop()
     for name, d in (("valkey", run.theirs), ("valkey-from-ours", theirs_copy)):
-        v = valkey_on(d, "--appendonly", "yes", "--aof-use-rdb-preamble", "no", *NODES)
+        v = valkey_on(d, "--appendonly", "yes", *NODES)
         try:
             loaded[name] = _states(v.port)
         finally:

@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from helpers.aof_util import aof_dir, aof_server, keyspace, manifest_copy, run_trafikey, valkey_on
 from redis.backoff import NoBackoff
@@ -92,11 +93,15 @@ def test_garbage_in_the_middle_stops_start_up() -> None:
     assert f.read_bytes() == bytes(data)  # nothing truncated
 
 
-def test_bgrewriteaof_while_clients_write() -> None:
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_bgrewriteaof_while_clients_write(preamble: str) -> None:
     """Nothing written before, during or after the rewrite is lost; the
-    history files are gone and the log is smaller."""
+    history files are gone and the log is smaller. The new base is an RDB
+    file under aof-use-rdb-preamble yes (Valkey's default), commands under
+    no; Valkey loads the directory either way."""
     d = tempfile.mkdtemp(prefix="aof-rw-")
-    srv = aof_server(d)
+    base = "appendonly.aof.2.base." + ("rdb" if preamble == "yes" else "aof")
+    srv = aof_server(d, "--aof-use-rdb-preamble", preamble)
     try:
         r = redis.Redis(port=srv.port)
         for _ in range(30):
@@ -138,13 +143,14 @@ def test_bgrewriteaof_while_clients_write() -> None:
     finally:
         srv.stop()
     names = sorted(p.name for p in aof_dir(d).iterdir())
-    assert names == ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+    assert names == [base, "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+    assert (aof_dir(d) / base).read_bytes().startswith(b"REDIS" if preamble == "yes" else b"*")
     manifest = (aof_dir(d) / "appendonly.aof.manifest").read_text()
-    assert manifest == ("file appendonly.aof.2.base.aof seq 2 type b\n"
+    assert manifest == (f"file {base} seq 2 type b\n"
                         "file appendonly.aof.2.incr.aof seq 2 type i\n")
     after = sum(p.stat().st_size for p in aof_dir(d).iterdir())
     assert after < before / 4, (before, after)
-    again = aof_server(d)
+    again = aof_server(d, "--aof-use-rdb-preamble", preamble)
     try:
         assert keyspace(again.port) == expected
     finally:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 
 from . import manifest as mf
 from .effects import Rule, rule_for
-from .rewrite import Rewriter, write_snapshot
+from .rewrite import Rewriter, rdb_base, write_snapshot
 
 if TYPE_CHECKING:
     from ...protocol.table import Command
@@ -87,10 +87,11 @@ class Aof:
         log = self.server.log
         if manifest is None or (manifest.base is None and not manifest.incrs):
             manifest = manifest or mf.Manifest()
-            base = manifest.new_base_name(self.filename)
+            as_rdb = rdb_base(self.server)
+            base = manifest.new_base_name(self.filename, as_rdb)
             log.notice(f"Creating AOF base file {base.name} on server start")
             path = os.path.join(self.dirname, base.name)
-            write_snapshot(self.server, path)
+            write_snapshot(self.server, path, as_rdb)
             manifest.base = base
         self.manifest = manifest
         if manifest.incrs:
@@ -341,9 +342,10 @@ class Aof:
         self.unit = []
         self.flush(fsync=True)
         m = self.manifest
-        base = m.new_base_name(self.filename)
+        as_rdb = rdb_base(self.server)
+        base = m.new_base_name(self.filename, as_rdb)
         temp = os.path.join(self.dirname, f"temp-rewriteaof-{os.getpid()}.aof")
-        write_snapshot(self.server, temp)
+        write_snapshot(self.server, temp, as_rdb)
         os.replace(temp, os.path.join(self.dirname, base.name))
         old = ([m.base] if m.base else []) + m.incrs
         m.base = base

@@ -7,6 +7,11 @@ through the table's handlers on a client of their own, with MULTI queuing
 and EXEC running as in a transaction, before any client is served and with
 the log itself closed, so nothing is logged twice.
 
+A file that starts with an RDB signature holds the keyspace as an RDB file
+first (a ``.base.rdb`` written under ``aof-use-rdb-preamble yes``, or an
+old single file's preamble), loaded whole as Valkey's rdbLoadRio loads it;
+commands may follow it. A preamble that does not load stops start-up.
+
 A file that ends inside a record (a crash mid-write) is *truncated*: with
 ``aof-load-truncated yes`` and when it is the last file, the partial record
 (and an unfinished MULTI block) is cut off the file with a warning and
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ...util.errors import CommandError
 from ..dispatch import resolve
+from . import rdb
 
 if TYPE_CHECKING:
     from .host import PersistHost
@@ -40,11 +46,11 @@ class Garbage(Exception):
         self.offset = offset
 
 
-def records(data: bytes) -> list[tuple[int, int, list[bytes]]]:
-    """(start, end, argv) of every whole record; raises Truncated at a
-    record cut short by the end of data, Garbage at anything else."""
+def records(data: bytes, pos: int = 0) -> list[tuple[int, int, list[bytes]]]:
+    """(start, end, argv) of every whole record from pos on; raises
+    Truncated at a record cut short by the end of data, Garbage at anything
+    else."""
     out: list[tuple[int, int, list[bytes]]] = []
-    pos = 0
     n = len(data)
     while pos < n:
         if data[pos] == 35:  # '#': an annotation line
@@ -130,6 +136,7 @@ class Loader:
         self.client.name = b"aof-loader"
         self.queued: list[list[bytes]] | None = None
         self.commands = 0
+        self.keys = 0  # loaded from RDB preambles
 
     def load_file(self, path: str, last: bool) -> bool:
         """Replay one file; True when it was truncated (and trimmed)."""
@@ -137,23 +144,22 @@ class Loader:
         name = os.path.basename(path)
         with open(path, "rb") as f:
             data = f.read()
-        if data.startswith(b"REDIS"):
-            raise AofLoadError(
-                f"The AOF file {name} starts with an RDB preamble, which this server does not load; "
-                "rewrite it with aof-use-rdb-preamble no")
+        start = 0
+        if data.startswith(b"REDIS") or data.startswith(b"VALKEY"):
+            start = self._preamble(data, name)
         truncated = False
         try:
-            recs = records(data)
+            recs = records(data, start)
         except Garbage as g:
             raise AofLoadError(
                 f"Bad file format reading the append only file {name} at offset {g.offset}: "
                 "make a backup of your AOF file, then use valkey-check-aof --fix <filename.manifest>") from None
         except Truncated:
             truncated = True
-            recs = self._prefix(data)
+            recs = self._prefix(data, start)
         self.queued = None
         multi_start = 0
-        valid = 0
+        valid = start
         for start, end, argv in recs:
             if argv[0].lower() == b"multi":
                 multi_start = start
@@ -180,11 +186,31 @@ class Loader:
             log.warning(f"AOF {name} loaded anyway because aof-load-truncated is enabled")
         return truncated
 
-    def _prefix(self, data: bytes) -> list[tuple[int, int, list[bytes]]]:
+    def _preamble(self, data: bytes, name: str) -> int:
+        """Load the RDB file data starts with; where it ends. An old single
+        file (named as appendfilename) calls it a preamble, a base file of
+        the directory a base, in Valkey's log lines."""
+        log = self.server.log
+        old_style = name == self.server.config.values.get("appendfilename", "appendonly.aof")
+        log.notice("Reading RDB preamble from AOF file..." if old_style else "Reading RDB base file on AOF loading...")
+        check = bool(self.server.config.values.get("rdbchecksum", True))
+        try:
+            res = rdb.parse(self.server, data, check, tail=True)
+            # A library already loaded (DEBUG LOADAOF keeps them) is replaced.
+            rdb.install(self.server, res, b"replace")
+        except rdb.RdbError as e:
+            log.warning(rdb.failure_words(e))
+            what = "the RDB preamble of the AOF file" if old_style else "the RDB base file"
+            raise AofLoadError(f"Error reading {what} {name}, AOF loading aborted") from None
+        self.keys += res.keys_loaded
+        if old_style:
+            log.notice("Reading the remaining AOF tail...")
+        return res.end
+
+    def _prefix(self, data: bytes, pos: int) -> list[tuple[int, int, list[bytes]]]:
         """The whole records of a file that ends mid-record (garbage before
         that point still stops start-up)."""
         out: list[tuple[int, int, list[bytes]]] = []
-        pos = 0
         while pos < len(data):
             try:
                 rec = _first(data, pos)

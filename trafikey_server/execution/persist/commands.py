@@ -10,26 +10,36 @@ from ...services.config import register_apply
 from ...util.errors import CommandError
 from . import manifest as mf
 from .aof import Aof
-from .oneoff import rewrite_once
+from .oneoff import aof_child
 from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
     from ...services.client import Client
     from .host import PersistHost
+    from .oneoff import OneOffRewrite
+    from .rewrite import Rewriter
 
 STARTED = b"+Background append only file rewriting started\r\n"
+SCHEDULED = b"+Background append only file rewriting scheduled\r\n"
 
 
 def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     server = c.server
     aof = server.aof
+    if aof_child(server):
+        raise CommandError(b"ERR Background append only file rewriting already in progress")
+    if server.snapshots.child_pid or c.in_exec:
+        # Another child runs (or a transaction does): it starts after, from the cron.
+        if aof is None:
+            server.oneoff.scheduled = True
+        else:
+            aof.rewriter.scheduled = True
+        return SCHEDULED
     if aof is None:
         # Valkey rewrites even with appendonly off: a base file and a
         # manifest naming only it, written by a child as with the log on.
-        rewrite_once(server)
+        server.oneoff.start()
         return STARTED
-    if aof.rewriter.child_pid:
-        raise CommandError(b"ERR Background append only file rewriting already in progress")
     try:
         aof.rewriter.start()
     except OSError as e:
@@ -48,6 +58,8 @@ def apply_appendonly(server: PersistHost, value: bool) -> None:
         return
     if server.aof is not None:
         return
+    server.oneoff.kill()  # a rewrite made with the log off is replaced by the log's own base
+    server.oneoff.scheduled = False
     aof = Aof(server)
     old = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX))
     fresh = mf.Manifest()
@@ -63,22 +75,16 @@ def aof_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     """The aof_* lines of INFO persistence, in Valkey's order (the size
     lines follow only when the log is on)."""
     aof = s.aof
-    if aof is None:
-        return [
-            ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
-            ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
-            ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0), ("aof_rewrites_consecutive_failures", 0),
-            ("aof_last_write_status", "ok"), ("aof_last_cow_size", 0),
-        ]
-    rw = aof.rewriter
+    rw: Rewriter | OneOffRewrite = s.oneoff if aof is None else aof.rewriter
     running = bool(rw.child_pid)
     return [
-        ("aof_enabled", 1), ("aof_rewrite_in_progress", int(running)), ("aof_rewrite_scheduled", 0),
+        ("aof_enabled", int(aof is not None)), ("aof_rewrite_in_progress", int(running)),
+        ("aof_rewrite_scheduled", int(rw.scheduled)),
         ("aof_last_rewrite_time_sec", rw.last_time),
         ("aof_current_rewrite_time_sec", int(time.monotonic() - rw.started) if running else -1),
         ("aof_last_bgrewrite_status", rw.last_status), ("aof_rewrites", rw.rewrites),
         ("aof_rewrites_consecutive_failures", rw.failures),
-        ("aof_last_write_status", "ok" if aof.last_write_ok else "err"), ("aof_last_cow_size", 0),
+        ("aof_last_write_status", "ok" if aof is None or aof.last_write_ok else "err"), ("aof_last_cow_size", 0),
     ]
 
 

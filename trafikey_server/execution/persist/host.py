@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ...util.log import Log
     from ..scripting.engine import Engine
     from .aof import Aof
+    from .oneoff import OneOffRewrite
     from .snapshot import Snapshots
 
 
@@ -37,6 +38,7 @@ class PersistHost(ValueHost, Protocol):
     loading: bool
     log: Log
     loop: asyncio.AbstractEventLoop | None
+    oneoff: OneOffRewrite
     scripting: Engine
     snapshots: Snapshots
 

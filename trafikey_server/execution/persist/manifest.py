@@ -49,9 +49,11 @@ class Manifest:
         self.incrs.append(p)
         return p
 
-    def new_base_name(self, filename: str) -> Part:
+    def new_base_name(self, filename: str, rdb: bool = False) -> Part:
+        """The next base: ``.base.rdb`` when it is written as an RDB file
+        (aof-use-rdb-preamble yes), else ``.base.aof``."""
         self.base_seq += 1
-        return Part(f"{filename}.{self.base_seq}.base.aof", self.base_seq, "b")
+        return Part(f"{filename}.{self.base_seq}.base.{'rdb' if rdb else 'aof'}", self.base_seq, "b")
 
     def render(self) -> bytes:
         out = []

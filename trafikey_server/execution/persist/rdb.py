@@ -42,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ...protocol.rdbformat import T_HASH_2, Reader, Truncated, encode_len, encode_string
 from ...protocol.rdbformat import RdbError as RdbError  # the loaders' error, raised from here too
+from ...util.clock import debug_delay
 from ...util.crc64 import update as crc_update
 from ...util.memory import peak as _used_memory
 from ...util.versions import REDIS_COMPAT_VERSION
@@ -110,12 +111,14 @@ class _Sink:
             self.buf = bytearray()
 
 
-def write(server: PersistHost, out: IO[bytes]) -> int:
+def write(server: PersistHost, out: IO[bytes], aof_base: bool = False) -> int:
     """Stream the keyspace to out as an RDB file; the number of keys written.
 
     Keys past their expiry are written too (as Valkey does); the loader
-    drops them."""
+    drops them. ``aof_base``: the file is the base of the append-only log
+    (its ``aof-base`` aux field says so, as Valkey's does)."""
     values = server.config.values
+    delay = int(values.get("rdb-key-save-delay", 0))
     sink = _Sink(out, bool(values.get("rdbchecksum", True)))
     w = sink.write
     w(VALKEY_MAGIC if _has_field_ttls(server) else MAGIC)
@@ -123,7 +126,7 @@ def write(server: PersistHost, out: IO[bytes]) -> int:
     w(_aux(b"redis-bits", b"64"))
     w(_aux(b"ctime", b"%d" % int(time.time())))
     w(_aux(b"used-mem", b"%d" % _used_memory()))
-    w(_aux(b"aof-base", b"0"))
+    w(_aux(b"aof-base", b"1" if aof_base else b"0"))
     for lib in server.scripting.libraries.libraries.values():
         w(bytes((OP_FUNCTION2,)) + encode_string(lib.code))
     keys = 0
@@ -143,6 +146,8 @@ def write(server: PersistHost, out: IO[bytes]) -> int:
                 w(bytes((OP_EXPIRETIME_MS,)) + _PACK_q(when))
             w(bytes((enc[0],)) + encode_string(key) + enc[1])
             keys += 1
+            if delay:
+                debug_delay(delay)
     w(bytes((OP_EOF,)))
     sink.flush()
     out.write(_PACK_Q(sink.crc))
@@ -164,6 +169,27 @@ def dump(server: PersistHost) -> bytes:
 # -- reading ----------------------------------------------------------------------
 
 
+class ChecksumError(RdbError):
+    """The file's CRC-64 is not its contents'."""
+
+    def __init__(self, stored: int, computed: int) -> None:
+        super().__init__(f"wrong RDB checksum: the file says {stored:016x}, its contents give "
+                         f"{computed:016x}; the file is damaged")
+        self.stored = stored
+        self.computed = computed
+
+
+def failure_words(e: RdbError) -> str:
+    """What Valkey logs when a file stops its load (rdbLoadRio's aborts):
+    the words the log readers match, then this server's detail."""
+    if isinstance(e, Truncated):
+        return f"Short read or OOM loading DB. Unrecoverable error, aborting now. ({e})"
+    if isinstance(e, ChecksumError):
+        return (f"Wrong RDB checksum expected: ({e.computed:016x}) but got ({e.stored:016x}). "
+                "Aborting now. (RDB CRC error)")
+    return f"Internal error in RDB reading: {e}"
+
+
 class Loaded:
     """A parsed file: per database, its data and expiry dicts."""
 
@@ -175,6 +201,8 @@ class Loaded:
         self.keys_loaded = 0
         self.keys_expired = 0
         self.version = 0
+        # Where the file ended (after its checksum): an AOF's tail follows.
+        self.end = 0
 
 
 def _read_value(r: Reader, t: int, key: bytes, server: PersistHost, has_ttl: bool) -> Any:
@@ -189,8 +217,10 @@ def _read_value(r: Reader, t: int, key: bytes, server: PersistHost, has_ttl: boo
                    "serve; remove it from the source server or load the file into Valkey")
 
 
-def parse(server: PersistHost, data: bytes, check: bool = True) -> Loaded:
-    """Everything in data, checked, without touching the server."""
+def parse(server: PersistHost, data: bytes, check: bool = True, tail: bool = False) -> Loaded:
+    """Everything in data, checked, without touching the server. ``tail``:
+    data may go on past the file's end (an AOF's commands after its RDB
+    preamble); ``Loaded.end`` says where the file ended."""
     res = Loaded()
     if len(data) < 9:
         raise Truncated(f"the file has {len(data)} bytes, fewer than an RDB header")
@@ -290,10 +320,10 @@ def parse(server: PersistHost, data: bytes, check: bool = True) -> Loaded:
         if check and stored_crc != 0:
             computed = crc_update(0, memoryview(data)[:end])
             if computed != stored_crc:
-                raise RdbError(f"wrong RDB checksum: the file says {stored_crc:016x}, its contents "
-                               f"give {computed:016x}; the file is damaged")
+                raise ChecksumError(stored_crc, computed)
         end += 8
-    if end != len(data):
+    res.end = end
+    if end != len(data) and not tail:
         raise RdbError(f"{len(data) - end} bytes of garbage after the end of the file (offset {end})")
     return res
 

@@ -10,12 +10,15 @@ naming that base and the incremental files opened since the fork, and only
 then deletes the old base and incremental files. If anything fails, the old
 files stay in the manifest and nothing is lost.
 
-The base is written in RESP command form (as Valkey with
-``aof-use-rdb-preamble no``): library code as FUNCTION LOAD, then per
-database SELECT, the commands each value type rebuilds its values with
+The base is an RDB file (``<name>.<seq>.base.rdb``) under
+``aof-use-rdb-preamble yes``, Valkey's default, with its ``aof-base`` aux
+field set. Under ``no`` it is written in RESP command form
+(``.base.aof``): library code as FUNCTION LOAD, then per database SELECT,
+the commands each value type rebuilds its values with
 (``ValueType.aof_rewrite``: SET, HSET, ZADD, at most 64 items per command as
-Valkey's AOF_REWRITE_ITEMS_PER_CMD) and PEXPIREAT. Keys already past their
-expiry are left out.
+Valkey's AOF_REWRITE_ITEMS_PER_CMD) and PEXPIREAT, leaving out keys already
+past their expiry. Either way ``rdb-key-save-delay`` slows the writer per
+key, as Valkey's tests use it to keep a child running.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...protocol.resp import bulks as encode
+from ...util.clock import debug_delay
 from ...values.registry import BY_CLASS
 from . import manifest as mf
+from . import rdb
 
 if TYPE_CHECKING:
     from .aof import Aof
@@ -40,6 +45,7 @@ def snapshot_records(server: PersistHost) -> Iterator[bytes]:
     for lib in libs.values():
         yield encode([b"FUNCTION", b"LOAD", lib.code])
     now = server.clock.ms()
+    delay = int(server.config.values.get("rdb-key-save-delay", 0))
     for db in server.dbs:
         if not db.data:
             continue
@@ -55,6 +61,8 @@ def snapshot_records(server: PersistHost) -> Iterator[bytes]:
                 out.extend(encode(argv) for argv in vt.aof_rewrite(key, v))
             if when is not None:
                 out.append(encode([b"PEXPIREAT", key, b"%d" % when]))
+            if delay:
+                debug_delay(delay)
             if len(out) >= 1024:
                 yield b"".join(out)
                 out = []
@@ -62,16 +70,23 @@ def snapshot_records(server: PersistHost) -> Iterator[bytes]:
             yield b"".join(out)
 
 
-def write_snapshot(server: PersistHost, path: str) -> int:
-    """Write the keyspace to path and fsync it; its size."""
-    size = 0
+def rdb_base(server: PersistHost) -> bool:
+    """Whether a new base is an RDB file (aof-use-rdb-preamble)."""
+    return bool(server.config.values.get("aof-use-rdb-preamble", True))
+
+
+def write_snapshot(server: PersistHost, path: str, as_rdb: bool) -> int:
+    """Write the keyspace to path, as an RDB base or as commands, and
+    fsync it; its size."""
     with open(path, "wb", buffering=1 << 20) as f:
-        for chunk in snapshot_records(server):
-            f.write(chunk)
-            size += len(chunk)
+        if as_rdb:
+            rdb.write(server, f, aof_base=True)
+        else:
+            for chunk in snapshot_records(server):
+                f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
-    return size
+        return f.tell()
 
 
 class Rewriter:
@@ -87,6 +102,7 @@ class Rewriter:
         self.scheduled = False
         self.dirty = False
         self.incr_at_fork = 0
+        self.as_rdb = True
 
     def start(self) -> bool:
         """Fork the child; False when a rewrite already runs."""
@@ -97,11 +113,12 @@ class Rewriter:
         part = aof.switch_incr()
         self.incr_at_fork = part.seq
         self.temp = os.path.join(aof.dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        self.as_rdb = rdb_base(server)
         pid = os.fork()
         if pid == 0:  # the child: write and leave without running anything else
             code = 1
             try:
-                write_snapshot(server, self.temp)
+                write_snapshot(server, self.temp, self.as_rdb)
                 code = 0
             finally:
                 os._exit(code)
@@ -146,7 +163,7 @@ class Rewriter:
     def _install(self) -> None:
         aof = self.aof
         m = aof.manifest
-        base = m.new_base_name(aof.filename)
+        base = m.new_base_name(aof.filename, self.as_rdb)
         os.replace(self.temp, os.path.join(aof.dirname, base.name))
         old = ([m.base] if m.base else []) + [p for p in m.incrs if p.seq < self.incr_at_fork]
         m.base = base
@@ -166,10 +183,18 @@ class Rewriter:
         except OSError:
             pass
 
+    def cron(self) -> None:
+        """A rewrite scheduled behind another child (BGSAVE) starts once no
+        child runs, as serverCron starts it."""
+        if self.scheduled and not self.child_pid and not self.aof.server.snapshots.child_pid:
+            self.scheduled = False
+            self.start()
+
     def kill(self) -> None:
         """Shutdown during a rewrite: the child's work is dropped; the
         manifest still names every file it replaces."""
         if self.child_pid:
+            self.aof.server.log.notice(f"Killing running AOF rewrite child: {self.child_pid}")
             try:
                 os.kill(self.child_pid, 9)
                 os.waitpid(self.child_pid, 0)

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import rdb
+from .oneoff import aof_child
 
 if TYPE_CHECKING:
     from .host import PersistHost
@@ -208,12 +209,16 @@ class Snapshots:
             if self.child_pid:
                 return
         if self.scheduled:
+            if aof_child(self.server):
+                return  # BGSAVE SCHEDULE waits for the rewrite's child
             self.scheduled = False
             self.bgsave()
             return
         rules = self.rules()
         if not rules:
             return
+        if aof_child(self.server):
+            return  # one child at a time, as Valkey forks
         now = time.time()
         changes = self.changes()
         since = int(now) - self.lastsave

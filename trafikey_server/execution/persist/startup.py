@@ -53,6 +53,9 @@ def stop_logging(server: PersistHost) -> None:
     for db in server.dbs:
         db.on_expire = None
         db.on_fields_expire = None
+    if aof.rewriter.scheduled:
+        aof.rewriter.scheduled = False
+        server.log.notice("AOF was disabled but there is a scheduled AOF background, cancel it.")
     aof.close()
 
 
