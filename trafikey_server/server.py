@@ -106,6 +106,9 @@ class Server:
         self._expired_base = 0
         self._expired_fields_base = 0
         self.active_expire = True
+        # DEBUG AOF-FLUSH-SLEEP: microseconds the log's writer waits before
+        # each write (Valkey's test knob for the reply-after-write barrier).
+        self.aof_flush_sleep = 0
         # Every listening socket, in Valkey's listener order: tcp, unix, tls.
         self.listeners: list[Listener] = []
         # The kinds listened on since start-up (INFO names each, open or not).

@@ -60,6 +60,20 @@ def run_trafikey(d: str, *extra: str, timeout: float = 20) -> subprocess.Complet
     return subprocess.CompletedProcess(argv, p.returncode, out.decode(errors="replace"), "")
 
 
+def run_valkey(d: str, *extra: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """valkey-server 9.1.2 with appendonly yes on d, expected to refuse
+    start-up: its exit and output."""
+    argv = [valkey_binary(), "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", d,
+            "--appendonly", "yes", *extra]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=d, text=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return subprocess.CompletedProcess(argv, p.returncode, out, "")
+
+
 def valkey_on(d: str, *extra: str) -> Proc:
     """valkey-server 9.1.2 loading what is in directory d."""
     port = free_port()

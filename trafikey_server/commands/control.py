@@ -365,6 +365,10 @@ def debug(c: Client, argv: list[bytes]) -> bytes:
         return _debug_reload(c, argv)
     if sub == b"loadaof":
         return _debug_loadaof(c)
+    if sub == b"aof-flush-sleep" and len(argv) == 3:
+        m = _ATOF.match(argv[2])
+        c.server.aof_flush_sleep = max(int(float(m.group())), 0) if m else 0
+        return OK
     if sub == b"set-active-expire" and len(argv) == 3:
         # Valkey reads the switch with atoi: anything but a non-zero number is off.
         m = _ATOF.match(argv[2])

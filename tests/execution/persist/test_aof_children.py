@@ -9,8 +9,10 @@ test's length on both servers, as Valkey's own units use it.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import redis
+from helpers.aof_util import aof_server
 from helpers.resp_wire import Wire
 from helpers.servers import Proc, own_pair
 
@@ -122,3 +124,70 @@ def test_a_rewrite_with_the_log_off_is_a_child_like_any() -> None:
         assert ours == theirs
         assert theirs[5] == (["set"], ["a", "b", "c"])  # the second rewrite's keyspace, not the first's
         assert theirs[7] == "in_progress=1 enabled=0"
+
+
+def test_appendonly_turned_on_and_off_within_a_transaction() -> None:
+    """Each switch inside EXEC answers as Valkey's; the manifest the
+    switches leave (the earlier files as history) loads again."""
+    steps = [("CONFIG", "SET", "appendonly", "no"), ("SET", "k", "v"), ("MULTI",),
+             ("CONFIG", "SET", "appendonly", "yes"), ("CONFIG", "SET", "appendonly", "no"), ("EXEC",),
+             ("CONFIG", "SET", "appendonly", "yes"), ("MULTI",), ("CONFIG", "SET", "appendonly", "no"),
+             ("CONFIG", "SET", "appendonly", "yes"), ("EXEC",), ("SET", "after", "1")]
+    with own_pair(ARGS, ARGS) as (v, t):
+        replies = []
+        for p in (v, t):
+            w = Wire(p.port)
+            replies.append([w.call(*s) for s in steps])
+            w.close()
+        assert replies[0] == replies[1]
+        assert replies[1][5] == b"*2\r\n+OK\r\n+OK\r\n"
+        d = redis.Redis(port=t.port, decode_responses=True).config_get("dir")["dir"]
+        manifest = (Path(d) / "appendonlydir" / "appendonly.aof.manifest").read_text()
+        assert [line.split()[-1] for line in manifest.splitlines()].count("b") == 1, manifest
+    again = aof_server(d)
+    try:
+        r = redis.Redis(port=again.port)
+        assert (r.get("k"), r.get("after")) == (b"v", b"1")
+    finally:
+        again.stop()
+
+
+def _first_lines(p: Proc) -> list[str]:
+    """With aof-timestamp-enabled: the first line of the incremental file
+    after a write, then of the base after a rewrite (commands form)."""
+    r = redis.Redis(port=p.port, decode_responses=True)
+    r.config_set("aof-timestamp-enabled", "yes")
+    r.config_set("aof-use-rdb-preamble", "no")
+    d = Path(r.config_get("dir")["dir"]) / "appendonlydir"
+
+    def first(kind: str) -> str:
+        names = [ln.split()[1] for ln in (d / "appendonly.aof.manifest").read_text().splitlines()
+                 if ln.split()[-1] == kind]
+        return (d / names[-1]).read_bytes().split(b"\r\n", 1)[0].decode()
+
+    r.set("foo", "bar")
+    seen = [first("i")]
+    _rewrite_and_wait(r)
+    seen.append(first("b"))
+    r.close()
+    return seen
+
+
+def _rewrite_and_wait(r: redis.Redis) -> None:
+    r.bgrewriteaof()
+    _until(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0, "the rewrite did not end")
+
+
+def test_timestamp_annotations_lead_the_log_and_the_base() -> None:
+    # No job-core brand: its key would be the log's first record here.
+    with own_pair(ARGS, (*ARGS, "--emq-brand", "none")) as (v, t):
+        for p in (v, t):
+            incr, base = _first_lines(p)
+            assert incr.startswith("#TS:") and base.startswith("#TS:"), (p, incr, base)
+            assert abs(int(incr[4:]) - time.time()) < 60
+            w = Wire(p.port)
+            assert [w.call("DEBUG", "AOF-FLUSH-SLEEP", x) for x in ("0", "junk")] == [b"+OK\r\n"] * 2
+            w.close()
+        # The annotated log loads back.
+        r = redis.Redis(port=t.port)
+        assert r.execute_command("DEBUG", "LOADAOF") == b"OK" and r.get("foo") == b"bar"

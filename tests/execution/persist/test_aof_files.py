@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from helpers.aof_util import aof_dir, aof_server, keyspace, manifest_copy, run_trafikey, valkey_on
+from helpers.aof_util import aof_dir, aof_server, keyspace, manifest_copy, run_trafikey, run_valkey, valkey_on
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -201,3 +201,43 @@ def test_info_aof_fields_follow_valkey() -> None:
     finally:
         ours.stop()
         theirs.stop()
+
+
+_INCR = "file appendonly.aof.1.incr.aof seq 1 type i\n"
+_MANIFESTS = {
+    "empty": ("", "Found an empty AOF manifest"),
+    "blank line": (_INCR + "\n" + "file appendonly.aof.3.incr.aof seq 3 type i\n", "Invalid AOF manifest file format"),
+    "missing key": ("file appendonly.aof.1.incr.aof seq 1 kind i\n", "Invalid AOF manifest file format"),
+    "line too short": ("file appendonly.aof.1.incr.aof type i\n", "Invalid AOF manifest file format"),
+    "odd parameter": ("file appendonly.aof.1.incr.aof seq 1 type i foo\n", "Invalid AOF manifest file format"),
+    "no newline at the end": (_INCR.rstrip("\n"), "The AOF manifest file contains too long line"),
+    "a path for a name": ("file ../appendonly.aof.1.incr.aof seq 1 type i\n",
+                          "File can't be a path, just a filename"),
+    "unknown type": ("file appendonly.aof.1.incr.aof seq 1 type x\n", "Unknown AOF file type"),
+    "duplicate base": ("file appendonly.aof.1.base.aof seq 1 type b\n" * 2,
+                       "Found duplicate base file information"),
+    "seq going down": ("file appendonly.aof.2.incr.aof seq 2 type i\n" + _INCR,
+                       "Found a non-monotonic sequence number"),
+    "a file missing": (_INCR + "file appendonly.aof.2.incr.aof seq 2 type i\n",
+                       "Unable to obtain the AOF file appendonly.aof.2.incr.aof length. "
+                       "stat: No such file or directory"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MANIFESTS))
+def test_a_manifest_valkey_refuses_stops_start_up_here(case: str) -> None:
+    """Each malformed manifest stops both servers with Valkey's words (and
+    the line it stopped at, where Valkey names one)."""
+    text, words = _MANIFESTS[case]
+    outputs = []
+    for run in (run_valkey, run_trafikey):
+        d = tempfile.mkdtemp(prefix="aof-mf-")
+        aof_dir(d).mkdir()
+        for name in ("appendonly.aof.1.incr.aof", "appendonly.aof.3.incr.aof", "appendonly.aof.1.base.aof"):
+            (aof_dir(d) / name).write_bytes(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+        (aof_dir(d) / "appendonly.aof.manifest").write_text(text)
+        res = run(d)
+        assert res.returncode != 0 and words in res.stdout, (run, res.stdout[-1500:])
+        assert "Ready to accept" not in res.stdout
+        outputs.append("Reading the manifest file, at line" in res.stdout)
+    assert outputs[0] == outputs[1]

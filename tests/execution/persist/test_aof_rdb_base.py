@@ -9,7 +9,6 @@ test_aof_files.py's rewrite test.)
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -24,10 +23,10 @@ from helpers.aof_util import (
     legacy_copy,
     manifest_copy,
     run_trafikey,
+    run_valkey,
     valkey_on,
 )
 from helpers.resp_wire import Wire
-from helpers.servers import free_port, valkey_binary
 
 # The job core's brand, which this server writes on start.
 BRAND = (b"{emq}:version",)
@@ -105,12 +104,6 @@ def test_a_single_file_with_an_rdb_preamble_and_a_tail_loads_on_both() -> None:
             s.stop()
 
 
-def _valkey_refuses(d: str) -> subprocess.CompletedProcess:
-    argv = [valkey_binary(), "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "", "--dir", d,
-            "--appendonly", "yes"]
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30, cwd=d)
-
-
 def test_a_damaged_rdb_base_stops_start_up_on_both() -> None:
     """The base's checksum changed, its end cut off, a byte changed inside
     it: neither server starts, and for the first two both log Valkey's
@@ -128,7 +121,7 @@ def test_a_damaged_rdb_base_stops_start_up_on_both() -> None:
         else:
             data[len(data) // 2] ^= 0x40
         base.write_bytes(bytes(data))
-        theirs = _valkey_refuses(shutil.copytree(copy, tempfile.mkdtemp() + "/d"))
+        theirs = run_valkey(shutil.copytree(copy, tempfile.mkdtemp() + "/d"))
         assert theirs.returncode != 0 and words in theirs.stdout, theirs.stdout[-2000:]
         assert "Ready to accept" not in theirs.stdout
         ours = run_trafikey(copy)

@@ -76,6 +76,8 @@ class Aof:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.rewriter = Rewriter(self)
+        # The second of the last #TS annotation (aof-timestamp-enabled).
+        self.stamped = 0
 
     # -- opening ---------------------------------------------------------------------
 
@@ -264,6 +266,15 @@ class Aof:
         if self.buf:
             data = b"".join(self.buf)
             self.buf = []
+            if self.server.aof_flush_sleep:
+                time.sleep(self.server.aof_flush_sleep / 1_000_000)
+            if self.server.config.values.get("aof-timestamp-enabled", False):
+                now = int(time.time())
+                if now > self.stamped:
+                    # Valkey's annotation, once a second that writes: what
+                    # valkey-check-aof --truncate-to-timestamp cuts at.
+                    self.stamped = now
+                    data = b"#TS:%d\r\n" % now + data
             self._write(data)
             if fsync is None:
                 fsync = self.policy == "always"

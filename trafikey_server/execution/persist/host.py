@@ -31,6 +31,7 @@ class PersistHost(ValueHost, Protocol):
     types' loaders read of it too."""
 
     aof: Aof | None
+    aof_flush_sleep: int
     clock: Clock
     config: Config
     dbs: list[Db]

@@ -21,7 +21,21 @@ TEMP_PREFIX = "temp-"
 
 
 class ManifestError(Exception):
-    pass
+    """A manifest Valkey would refuse: its words, and where."""
+
+    def __init__(self, err: str, path: str, line_no: int = 0, line: bytes | None = None) -> None:
+        super().__init__(f"{err}: {path}" + (f" line {line_no}" if line_no else ""))
+        self.err = err
+        self.line_no = line_no
+        self.line = line
+
+    def log_lines(self) -> list[str]:
+        """What Valkey logs before it exits."""
+        out = ["*** FATAL AOF MANIFEST FILE ERROR ***"]
+        if self.line is not None:
+            out.append(f"Reading the manifest file, at line {self.line_no}")
+            out.append(f">>> '{self.line.decode(errors='replace')}'")
+        return [*out, self.err]
 
 
 @dataclass
@@ -57,8 +71,12 @@ class Manifest:
 
     def render(self) -> bytes:
         out = []
-        for p in ([self.base] if self.base else []) + self.history + self.incrs:
-            out.append(b"file %s seq %d type %s\n" % (_repr(p.name), p.seq, p.type.encode()))
+        # A history entry is type h whatever it was (a base or an
+        # incremental file that a rewrite or a restart of the log replaced).
+        kinds = [(p, b"b") for p in ([self.base] if self.base else [])]
+        kinds += [(p, b"h") for p in self.history] + [(p, b"i") for p in self.incrs]
+        for p, kind in kinds:
+            out.append(b"file %s seq %d type %s\n" % (_repr(p.name), p.seq, kind))
         return b"".join(out)
 
 
@@ -78,37 +96,79 @@ def _repr(name: str) -> bytes:
     return b"".join(out)
 
 
+# Valkey reads a manifest line into a buffer of this many bytes.
+MAX_LINE = 1024
+
+
 def parse(text: bytes, path: str) -> Manifest:
-    """Read a manifest as Valkey's aofLoadManifestFromFile does: unknown
-    keys are ignored, a line without name, seq or type is an error."""
+    """Read a manifest as Valkey's aofLoadManifestFromFile does, line by
+    line: comments skipped; an empty file, a blank line, a line with no
+    newline (too long, or the last one cut), fewer than three pairs, a path
+    for a name, a missing name, seq or type, a second base, a non-rising
+    incremental seq or an unknown type each stop the load with its words."""
     m = Manifest()
-    for n, line in enumerate(text.split(b"\n"), 1):
-        line = line.strip()
-        if not line or line.startswith(b"#"):
+    if not text:
+        raise ManifestError("Found an empty AOF manifest", path)
+    n = 0
+    pos = 0
+    while pos < len(text):
+        eol = text.find(b"\n", pos)
+        raw = text[pos:] if eol < 0 else text[pos:eol + 1]
+        if len(raw) > MAX_LINE:
+            raw = raw[:MAX_LINE]
+        pos += len(raw)
+        n += 1
+        if raw.startswith(b"#"):
             continue
+        if not raw.endswith(b"\n"):
+            raise ManifestError("The AOF manifest file contains too long line", path)
+        line = raw.strip(b" \t\r\n")
+        if not line:
+            raise ManifestError("Invalid AOF manifest file format", path, n, line)
         words = split_args(line)
-        if words is None or len(words) % 2:
-            raise ManifestError(f"Invalid AOF manifest file format: {path} line {n}")
-        kv = {words[i].decode(): words[i + 1] for i in range(0, len(words), 2)}
-        try:
-            part = Part(kv["file"].decode(), int(kv["seq"]), kv["type"].decode())
-        except (KeyError, ValueError) as e:
-            raise ManifestError(f"Invalid AOF manifest file format: {path} line {n}") from e
-        if part.type == "b":
+        if words is None or len(words) < 6 or len(words) % 2:
+            raise ManifestError("Invalid AOF manifest file format", path, n, line)
+        name: bytes | None = None
+        seq = 0
+        kind = ""
+        for k in range(0, len(words), 2):
+            key = words[k].lower()
+            if key == b"file":
+                name = words[k + 1]
+                if b"/" in name:
+                    raise ManifestError("File can't be a path, just a filename", path, n, line)
+            elif key == b"seq":
+                seq = _atoll(words[k + 1])
+            elif key == b"type":
+                kind = words[k + 1][:1].decode("latin-1")
+        if not name or not seq or not kind:
+            raise ManifestError("Invalid AOF manifest file format", path, n, line)
+        part = Part(name.decode(errors="surrogateescape"), seq, kind)
+        if kind == "b":
             if m.base is not None:
-                raise ManifestError(f"Found duplicate base file information: {path} line {n}")
+                raise ManifestError("Found duplicate base file information", path, n, line)
             m.base = part
-            m.base_seq = part.seq
-        elif part.type == "i":
-            if part.seq <= m.incr_seq:
-                raise ManifestError(f"Found a non-monotonic sequence number: {path} line {n}")
-            m.incrs.append(part)
-            m.incr_seq = part.seq
-        elif part.type == "h":
+            m.base_seq = seq
+        elif kind == "h":
             m.history.append(part)
+        elif kind == "i":
+            if seq <= m.incr_seq:
+                raise ManifestError("Found a non-monotonic sequence number", path, n, line)
+            m.incrs.append(part)
+            m.incr_seq = seq
         else:
-            raise ManifestError(f"Unknown AOF file type: {path} line {n}")
+            raise ManifestError("Unknown AOF file type", path, n, line)
     return m
+
+
+def _atoll(b: bytes) -> int:
+    """C's atoll: leading blanks, a sign, then digits; anything else ends it."""
+    t = b.lstrip(b" \t\n\r\f\v")
+    k = 1 if t[:1] in (b"+", b"-") else 0
+    while k < len(t) and 48 <= t[k] <= 57:
+        k += 1
+    digits = t[:k]
+    return int(digits) if digits.lstrip(b"+-") else 0
 
 
 def load(path: str) -> Manifest | None:

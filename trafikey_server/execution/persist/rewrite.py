@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 def snapshot_records(server: PersistHost) -> Iterator[bytes]:
     """The keyspace as commands, in chunks of bytes."""
+    if server.config.values.get("aof-timestamp-enabled", False):
+        yield b"#TS:%d\r\n" % int(time.time())
     libs = server.scripting.libraries.libraries
     for lib in libs.values():
         yield encode([b"FUNCTION", b"LOAD", lib.code])

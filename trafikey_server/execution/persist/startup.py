@@ -84,7 +84,9 @@ def _load_aof(server: PersistHost, aof: Aof) -> mf.Manifest | None:
     try:
         manifest = mf.load(path)
     except mf.ManifestError as e:
-        raise AofLoadError(str(e)) from None
+        for line in e.log_lines()[:-1]:
+            log.warning(line)
+        raise AofLoadError(e.err) from None
     if manifest is None:
         legacy = os.path.join(server.config.values["dir"], aof.filename)
         if not os.path.isfile(legacy):
@@ -102,7 +104,7 @@ def _load_aof(server: PersistHost, aof: Aof) -> mf.Manifest | None:
     parts = manifest.parts()
     missing = [p.name for p in parts if not os.path.isfile(os.path.join(aof.dirname, p.name))]
     if missing:
-        raise AofLoadError(f"The AOF file {missing[0]} named by the manifest does not exist")
+        raise AofLoadError(f"Unable to obtain the AOF file {missing[0]} length. stat: No such file or directory")
     _replay(server, [os.path.join(aof.dirname, p.name) for p in parts])
     return manifest
 
