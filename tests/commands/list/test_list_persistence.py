@@ -93,7 +93,7 @@ def test_our_lists_load_into_valkey(d: str, size: str, depth: str) -> None:
 
 
 def test_aof_rewrite_rebuilds_lists(d: str) -> None:
-    srv = aof_server(d, "--emq-brand", "none")
+    srv = aof_server(d, "--emq-brand", "none", "--aof-use-rdb-preamble", "no")  # a base of commands
     try:
         r = redis.Redis(port=srv.port)
         fill(r)

@@ -257,7 +257,7 @@ def test_aof_round_trip_logs_effects() -> None:
 
 def test_aof_rewrite_writes_sadd_batches() -> None:
     d = tempfile.mkdtemp(prefix="aof-sets-rw-")
-    srv = aof_server(d)
+    srv = aof_server(d, "--aof-use-rdb-preamble", "no")  # a base of commands
     try:
         r = redis.Redis(port=srv.port)
         workload(r)

@@ -334,7 +334,7 @@ def test_aof_rewrite_emits_valkeys_commands(d: Path, valkey_file: tuple[Path, di
             theirs = _stream_commands(_rewrite_base(v.port, vdir))
         finally:
             v.stop()
-        t = start_trafikey("--dir", str(d), "--emq-brand", "none")
+        t = start_trafikey("--dir", str(d), "--emq-brand", "none", "--aof-use-rdb-preamble", "no")
         try:
             ours = _stream_commands(_rewrite_base(t.port, d))
         finally:
