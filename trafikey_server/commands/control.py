@@ -11,6 +11,7 @@ from ..execution.persist.aofload import AofLoadError
 from ..execution.persist.oneoff import aof_child
 from ..execution.persist.rdb import RdbError, install, parse
 from ..execution.persist.startup import reload_aof
+from ..keyspace.access import idle_ms
 from ..protocol import commandinfo, keyspecs
 from ..protocol.resp import OK, ZERO, array, bulk, bulks, integer, status
 from ..services.blocking import may_block
@@ -19,8 +20,9 @@ from ..services.config_rewrite import NO_FILE, rewrite
 from ..util import glob
 from ..util.errors import CommandError, syntax
 from ..util.parsing import to_int
-from ..values.registry import of
+from ..values.registry import BY_CLASS, of
 from .info import render
+from .keys import value_encoding
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -331,6 +333,34 @@ def _digest(c: Client) -> bytes:
     return b"%040x" % acc
 
 
+def _debug_object(c: Client, key: bytes) -> bytes:
+    """DEBUG OBJECT in Valkey's words: where the value is, its references
+    (one: Valkey 9 embeds the key in every value, so none is shared), its
+    encoding, its RDB length (this server's, never LZF-compressed), its LRU
+    field and the idle time it gives. The lookup is not a use."""
+    db = c.db
+    v = db.peek(key)
+    if v is None:
+        raise CommandError(b"ERR no such key")
+    vt = BY_CLASS.get(type(v))
+    size = len(vt.rdb_save(v)[1]) if vt is not None else 0
+    field = db.use_field(key)
+    idle = idle_ms(db.clock, field) // 1000 if db.lfu is None else 0
+    return status(b"Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d"
+                  % (id(v), value_encoding(c, key, v), size, field or 0, idle))
+
+
+def _key_digest(c: Client, key: bytes) -> bytes:
+    """DEBUG DIGEST-VALUE's digest of one key: its value and whether it has
+    a time to live, found even past that time (as Valkey's dbFind); forty
+    zeros for no key."""
+    db = c.db
+    v = db.stored(key)
+    if v is None:
+        return b"0" * 40
+    return hashlib.sha1(b"%s\0%d" % (_digest_value(v), key in db.expires)).hexdigest().encode()
+
+
 _ATOF = re.compile(rb"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -365,6 +395,10 @@ def debug(c: Client, argv: list[bytes]) -> bytes:
         return _debug_reload(c, argv)
     if sub == b"loadaof":
         return _debug_loadaof(c)
+    if sub == b"object" and len(argv) == 3:
+        return _debug_object(c, argv[2])
+    if sub == b"digest-value":
+        return array([status(_key_digest(c, key)) for key in argv[2:]])
     if sub == b"aof-flush-sleep" and len(argv) == 3:
         m = _ATOF.match(argv[2])
         c.server.aof_flush_sleep = max(int(float(m.group())), 0) if m else 0

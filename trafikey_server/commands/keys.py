@@ -501,7 +501,8 @@ def scan(c: Client, argv: list[bytes]) -> bytes:
 # -- OBJECT ----------------------------------------------------------------------------
 
 
-def _encoding(c: Client, key: bytes, v: Any) -> bytes:
+def value_encoding(c: Client, key: bytes, v: Any) -> bytes:
+    """OBJECT ENCODING's answer for a stored value (DEBUG OBJECT's too)."""
     if v.__class__ is bytes or v.__class__ is bytearray:
         return c.db.string_encoding(key, v)  # an INCRBYFLOAT mark is the keyspace's
     return of(v).encoding(v)  # type: ignore[union-attr]
@@ -511,7 +512,7 @@ def object_encoding(c: Client, argv: list[bytes]) -> bytes:
     v = c.db.peek(argv[2])
     if v is None:
         return c.r.null
-    return bulk(_encoding(c, argv[2], v))
+    return bulk(value_encoding(c, argv[2], v))
 
 
 def object_refcount(c: Client, argv: list[bytes]) -> bytes:

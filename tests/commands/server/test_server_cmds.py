@@ -87,6 +87,56 @@ def test_debug_digest_and_sleep(debug_valkey: Proc, debug_trafikey: Proc) -> Non
     t.close()
 
 
+def test_debug_digest_value(debug_valkey: Proc, debug_trafikey: Proc) -> None:
+    """Per key: forty zeros for no key, else a digest that follows the value
+    and its time to live, equal for a COPY (what Valkey's units compare)."""
+    seen = []
+    for p in (debug_valkey, debug_trafikey):
+        w = Wire(p.port)
+        w.call("FLUSHALL")
+        w.call("RPUSH", "l", "a", "b")
+        w.call("COPY", "l", "l2")
+        w.call("SADD", "s", "x")
+        first = w.call("DEBUG", "DIGEST-VALUE", "l", "l2", "nokey", "s")
+        w.call("PEXPIRE", "l2", 100_000)
+        with_ttl = w.call("DEBUG", "DIGEST-VALUE", "l2")
+        w.call("RPUSH", "l", "c")
+        changed = w.call("DEBUG", "DIGEST-VALUE", "l")
+        lines = first.split(b"\r\n")
+        assert lines[0] == b"*4" and lines[3] == b"+" + b"0" * 40
+        assert lines[1] == lines[2] != lines[4]
+        assert re.fullmatch(rb"\+[0-9a-f]{40}", lines[1])
+        assert with_ttl != b"*1\r\n" + lines[2] + b"\r\n" and changed != b"*1\r\n" + lines[1] + b"\r\n"
+        seen.append(w.call("DEBUG", "DIGEST-VALUE"))
+        w.close()
+    assert seen[0] == seen[1] == b"*0\r\n"
+
+
+def test_debug_object(debug_valkey: Proc, debug_trafikey: Proc) -> None:
+    """Valkey's fields in Valkey's order; the encoding as OBJECT ENCODING
+    says; no key is Valkey's error; reading it is not a use of the key."""
+    shape = re.compile(rb"\+Value at:0x[0-9a-f]+ refcount:(\d+) encoding:(\S+) serializedlength:(\d+) "
+                       rb"lru:(\d+) lru_seconds_idle:(\d+)")
+    seen = []
+    for p in (debug_valkey, debug_trafikey):
+        w = Wire(p.port)
+        w.call("FLUSHALL")
+        w.call("SET", "s", "hello")
+        w.call("SET", "n", "12345")
+        w.call("HSET", "h", "f", "v")
+        w.call("SADD", "set", "1", "2")
+        got = []
+        for key in ("s", "n", "h", "set"):
+            m = shape.match(w.call("DEBUG", "OBJECT", key))
+            assert m, key
+            got.append((m.group(1), m.group(2), int(m.group(5)) < 5))
+        got.append(w.call("DEBUG", "OBJECT", "nokey"))
+        seen.append(got)
+        w.close()
+    assert seen[0] == seen[1]
+    assert seen[1][-1] == b"-ERR no such key\r\n"
+
+
 DETERMINISTIC = (
     "maxmemory maxmemory-policy hash-max-listpack-entries hash-max-listpack-value "
     "zset-max-listpack-entries zset-max-listpack-value lazyfree-lazy-user-del busy-reply-threshold "
