@@ -22,7 +22,7 @@ from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
-from .execution.persist.oneoff import OneOffRewrite
+from .execution.persist.oneoff import OneOffRewrite, rewrite_child
 from .execution.persist.rdb import RdbError, failure_words
 from .execution.persist.snapshot import Snapshots
 from .execution.persist.startup import load_at_startup, stop_logging
@@ -458,10 +458,7 @@ class Server:
                 if db.volatile and not db.expiry_paused:  # hash fields with TTLs
                     db.sweep_fields(now, 2000)
         self.snapshots.cron()
-        if self.aof is not None:
-            self.aof.rewriter.cron()
-        if self.oneoff.child_pid or self.oneoff.scheduled:
-            self.oneoff.cron()
+        rewrite_child(self).cron()
         if self.blocking.clients:
             self.blocking.expire()
         if self.tracking.clients:

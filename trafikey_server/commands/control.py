@@ -8,7 +8,7 @@ import time as _time
 from typing import TYPE_CHECKING, Any
 
 from ..execution.persist.aofload import AofLoadError
-from ..execution.persist.oneoff import aof_child
+from ..execution.persist.oneoff import rewrite_child
 from ..execution.persist.rdb import RdbError, install, parse
 from ..execution.persist.startup import reload_aof
 from ..keyspace.access import idle_ms
@@ -223,7 +223,7 @@ def bgsave(c: Client, argv: list[bytes]) -> bytes:
             raise syntax()
     if snaps.child_pid:
         raise CommandError(b"ERR Background save already in progress")
-    if aof_child(c.server) or c.in_exec:
+    if rewrite_child(c.server).child_pid or c.in_exec:
         # Valkey does not fork beside another child, nor in the middle of a
         # transaction: it schedules, or refuses when not asked to schedule.
         if not (schedule or c.in_exec):

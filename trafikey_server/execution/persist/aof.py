@@ -50,8 +50,7 @@ class Aof:
     def __init__(self, server: PersistHost) -> None:
         self.server = server
         cfg = server.config.values
-        self.dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
-        self.filename: str = cfg.get("appendfilename", "appendonly.aof")
+        self.dirname, self.filename = mf.aof_paths(cfg)
         self.policy: str = cfg.get("appendfsync", "everysec")
         self.manifest = mf.Manifest()
         self.fd = -1

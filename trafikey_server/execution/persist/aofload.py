@@ -136,7 +136,6 @@ class Loader:
         self.client.name = b"aof-loader"
         self.queued: list[list[bytes]] | None = None
         self.commands = 0
-        self.keys = 0  # loaded from RDB preambles
 
     def load_file(self, path: str, last: bool) -> bool:
         """Replay one file; True when it was truncated (and trimmed)."""
@@ -202,7 +201,6 @@ class Loader:
             log.warning(rdb.failure_words(e))
             what = "the RDB preamble of the AOF file" if old_style else "the RDB base file"
             raise AofLoadError(f"Error reading {what} {name}, AOF loading aborted") from None
-        self.keys += res.keys_loaded
         if old_style:
             log.notice("Reading the remaining AOF tail...")
         return res.end

@@ -10,14 +10,12 @@ from ...services.config import register_apply
 from ...util.errors import CommandError
 from . import manifest as mf
 from .aof import Aof
-from .oneoff import aof_child
+from .oneoff import rewrite_child
 from .startup import start_logging, stop_logging
 
 if TYPE_CHECKING:
     from ...services.client import Client
     from .host import PersistHost
-    from .oneoff import OneOffRewrite
-    from .rewrite import Rewriter
 
 STARTED = b"+Background append only file rewriting started\r\n"
 SCHEDULED = b"+Background append only file rewriting scheduled\r\n"
@@ -25,23 +23,17 @@ SCHEDULED = b"+Background append only file rewriting scheduled\r\n"
 
 def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
     server = c.server
-    aof = server.aof
-    if aof_child(server):
+    rw = rewrite_child(server)
+    if rw.child_pid:
         raise CommandError(b"ERR Background append only file rewriting already in progress")
     if server.snapshots.child_pid or c.in_exec:
         # Another child runs (or a transaction does): it starts after, from the cron.
-        if aof is None:
-            server.oneoff.scheduled = True
-        else:
-            aof.rewriter.scheduled = True
+        rw.scheduled = True
         return SCHEDULED
-    if aof is None:
-        # Valkey rewrites even with appendonly off: a base file and a
-        # manifest naming only it, written by a child as with the log on.
-        server.oneoff.start()
-        return STARTED
+    # With appendonly off Valkey rewrites too: a base file and a manifest
+    # naming only it, written by a child as with the log on.
     try:
-        aof.rewriter.start()
+        rw.start()
     except OSError as e:
         raise CommandError(b"ERR Can't execute an AOF background rewriting. "
                            b"Please check the server logs for more information.") from e
@@ -75,7 +67,7 @@ def aof_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     """The aof_* lines of INFO persistence, in Valkey's order (the size
     lines follow only when the log is on)."""
     aof = s.aof
-    rw: Rewriter | OneOffRewrite = s.oneoff if aof is None else aof.rewriter
+    rw = rewrite_child(s)
     running = bool(rw.child_pid)
     return [
         ("aof_enabled", int(aof is not None)), ("aof_rewrite_in_progress", int(running)),

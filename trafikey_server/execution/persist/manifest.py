@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..scripting.engine import split_args
 
@@ -169,6 +170,12 @@ def _atoll(b: bytes) -> int:
         k += 1
     digits = t[:k]
     return int(digits) if digits.lstrip(b"+-") else 0
+
+
+def aof_paths(cfg: dict[str, Any]) -> tuple[str, str]:
+    """The log's directory and its file name, as the configuration says."""
+    dirname = os.path.join(cfg["dir"], cfg.get("appenddirname", "appendonlydir"))
+    return dirname, cfg.get("appendfilename", "appendonly.aof")
 
 
 def load(path: str) -> Manifest | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ...protocol.resp import bulks as encode
@@ -33,6 +33,7 @@ from ...util.clock import debug_delay
 from ...values.registry import BY_CLASS
 from . import manifest as mf
 from . import rdb
+from .child import kill, reap
 
 if TYPE_CHECKING:
     from .aof import Aof
@@ -91,9 +92,14 @@ def write_snapshot(server: PersistHost, path: str, as_rdb: bool) -> int:
         return f.tell()
 
 
-class Rewriter:
-    def __init__(self, aof: Aof) -> None:
-        self.aof = aof
+class RewriteChild:
+    """An AOF rewrite's child and its record (INFO's aof_rewrite* fields),
+    the same with the log on (``Rewriter``) or off (``OneOffRewrite``):
+    it is forked, polled until it ends, then installed or failed; a
+    rewrite scheduled behind a BGSAVE starts from the cron."""
+
+    def __init__(self, server: PersistHost) -> None:
+        self.server = server
         self.child_pid = 0
         self.temp = ""
         self.started = 0.0
@@ -102,65 +108,105 @@ class Rewriter:
         self.failures = 0
         self.last_time = -1
         self.scheduled = False
-        self.dirty = False
-        self.incr_at_fork = 0
-        self.as_rdb = True
 
-    def start(self) -> bool:
-        """Fork the child; False when a rewrite already runs."""
-        if self.child_pid:
-            return False
-        aof = self.aof
-        server = aof.server
-        part = aof.switch_incr()
-        self.incr_at_fork = part.seq
-        self.temp = os.path.join(aof.dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
-        self.as_rdb = rdb_base(server)
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def _installed(self) -> bool:
+        """After a child that succeeded: its work put in place (False: it could not be)."""
+        return True
+
+    def _fork(self, write: Callable[[], object]) -> int:
+        """Fork a child that runs write and leaves; its pid."""
         pid = os.fork()
         if pid == 0:  # the child: write and leave without running anything else
             code = 1
             try:
-                write_snapshot(server, self.temp, self.as_rdb)
+                write()
                 code = 0
             finally:
                 os._exit(code)
         self.child_pid = pid
         self.started = time.monotonic()
-        server.log.notice(f"Background append only file rewriting started by pid {pid}")
+        self.server.log.notice(f"Background append only file rewriting started by pid {pid}")
         self._watch()
-        return True
+        return pid
 
     def _watch(self) -> None:
-        loop = self.aof.server.loop
+        loop = self.server.loop
         if loop is not None:
             loop.call_later(0.02, self._poll)
 
     def _poll(self) -> None:
         if not self.child_pid:
             return
-        pid, status = os.waitpid(self.child_pid, os.WNOHANG)
-        if pid == 0:
+        code = reap(self.child_pid)
+        if code is None:
             self._watch()
             return
         self.child_pid = 0
-        ok = os.waitstatus_to_exitcode(status) == 0
         self.last_time = int(time.monotonic() - self.started)
-        if ok:
-            try:
-                self._install()
-            except OSError as e:
-                self.aof.server.log.warning(f"Background AOF rewrite could not be installed: {e}")
-                ok = False
-        if not ok:
-            self._fail()
-        else:
+        if code == 0 and self._installed():
             self.rewrites += 1
             self.failures = 0
             self.last_status = "ok"
-            self.aof.server.log.notice("Background AOF rewrite finished successfully")
-        if self.scheduled:
+            self.server.log.notice("Background AOF rewrite finished successfully")
+            return
+        self.failures += 1
+        self.last_status = "err"
+        self.server.log.warning("Background AOF rewrite terminated with error")
+        self._drop_temp()
+
+    def _drop_temp(self) -> None:
+        try:
+            os.unlink(self.temp)
+        except OSError:
+            pass
+
+    def cron(self) -> None:
+        """A rewrite scheduled behind another child (BGSAVE) starts once no
+        child runs, as serverCron starts it."""
+        if self.scheduled and not self.child_pid and not self.server.snapshots.child_pid:
             self.scheduled = False
             self.start()
+
+    def kill(self) -> None:
+        """Shutdown, or the log switched, during a rewrite: the child's work
+        is dropped (the manifest still names every file it would replace)."""
+        if self.child_pid:
+            self.server.log.notice(f"Killing running AOF rewrite child: {self.child_pid}")
+            kill(self.child_pid)
+            self.child_pid = 0
+            self._drop_temp()
+
+
+class Rewriter(RewriteChild):
+    """BGREWRITEAOF with the log on."""
+
+    def __init__(self, aof: Aof) -> None:
+        super().__init__(aof.server)
+        self.aof = aof
+        self.dirty = False
+        self.incr_at_fork = 0
+        self.as_rdb = True
+
+    def start(self) -> None:
+        aof = self.aof
+        server = self.server
+        part = aof.switch_incr()
+        self.incr_at_fork = part.seq
+        self.temp = os.path.join(aof.dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        self.as_rdb = rdb_base(server)
+        temp, as_rdb = self.temp, self.as_rdb
+        self._fork(lambda: write_snapshot(server, temp, as_rdb))
+
+    def _installed(self) -> bool:
+        try:
+            self._install()
+        except OSError as e:
+            self.server.log.warning(f"Background AOF rewrite could not be installed: {e}")
+            return False
+        return True
 
     def _install(self) -> None:
         aof = self.aof
@@ -175,35 +221,3 @@ class Rewriter:
             aof._unlink(p.name)
         aof.base_size = os.path.getsize(os.path.join(aof.dirname, base.name))
         aof.current_size = aof._sizes()
-
-    def _fail(self) -> None:
-        self.failures += 1
-        self.last_status = "err"
-        self.aof.server.log.warning("Background AOF rewrite terminated with error")
-        try:
-            os.unlink(self.temp)
-        except OSError:
-            pass
-
-    def cron(self) -> None:
-        """A rewrite scheduled behind another child (BGSAVE) starts once no
-        child runs, as serverCron starts it."""
-        if self.scheduled and not self.child_pid and not self.aof.server.snapshots.child_pid:
-            self.scheduled = False
-            self.start()
-
-    def kill(self) -> None:
-        """Shutdown during a rewrite: the child's work is dropped; the
-        manifest still names every file it replaces."""
-        if self.child_pid:
-            self.aof.server.log.notice(f"Killing running AOF rewrite child: {self.child_pid}")
-            try:
-                os.kill(self.child_pid, 9)
-                os.waitpid(self.child_pid, 0)
-            except OSError:
-                pass
-            self.child_pid = 0
-            try:
-                os.unlink(self.temp)
-            except OSError:
-                pass

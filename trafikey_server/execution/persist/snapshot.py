@@ -21,7 +21,8 @@ import time
 from typing import TYPE_CHECKING
 
 from . import rdb
-from .oneoff import aof_child
+from .child import kill, reap
+from .oneoff import rewrite_child
 
 if TYPE_CHECKING:
     from .host import PersistHost
@@ -154,13 +155,9 @@ class Snapshots:
         """Collect a finished child, if any, without waiting."""
         if not self.child_pid:
             return
-        try:
-            pid, status = os.waitpid(self.child_pid, os.WNOHANG)
-        except ChildProcessError:
-            pid, status = self.child_pid, 1 << 8
-        if pid == 0:
-            return
-        self._child_done(os.waitstatus_to_exitcode(status))
+        code = reap(self.child_pid)
+        if code is not None:
+            self._child_done(code)
 
     def _child_done(self, code: int) -> None:
         pid = self.child_pid
@@ -188,11 +185,7 @@ class Snapshots:
         pid = self.child_pid
         if not pid:
             return
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        kill(pid)
         self.child_pid = 0
         try:
             os.unlink(self._temp(pid))
@@ -209,7 +202,7 @@ class Snapshots:
             if self.child_pid:
                 return
         if self.scheduled:
-            if aof_child(self.server):
+            if rewrite_child(self.server).child_pid:
                 return  # BGSAVE SCHEDULE waits for the rewrite's child
             self.scheduled = False
             self.bgsave()
@@ -217,7 +210,7 @@ class Snapshots:
         rules = self.rules()
         if not rules:
             return
-        if aof_child(self.server):
+        if rewrite_child(self.server).child_pid:
             return  # one child at a time, as Valkey forks
         now = time.time()
         changes = self.changes()
