@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from . import __version__
@@ -40,9 +41,13 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args)
     try:
         config = parse_args(args)
-    except (ConfigError, OSError) as e:
+    except ConfigError as e:
         print(f"\n*** FATAL CONFIG FILE ERROR (trafikey-server {__version__}) ***", file=sys.stderr)
-        print(f">>> {e}", file=sys.stderr)
+        print(e, file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"Fatal error, can't open config file '{os.path.abspath(e.filename or '')}': {e.strerror}",
+              file=sys.stderr)
         return 1
     return run(config)
 

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Final
 
 from . import __version__
 from .commands.client import info_line
+from .crash import Crash
 from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aof import Aof
@@ -45,6 +48,7 @@ from .services.notify import Notify
 from .services.observe import Observer
 from .services.pause import Pause
 from .services.pubsub import PubSub
+from .services.switches import Switches
 from .services.tracking import Tracking
 from .util import native, rand
 from .util.clock import Clock
@@ -75,6 +79,8 @@ class Server:
         rand.reseed(rand.parse(config.values["seed"]))
         self.run_id = rand.token_hex(20, "run_id")
         self.run_id_b = self.run_id.encode()
+        # The replication ID INFO reports (a primary's own, never shared).
+        self.replid = hashlib.sha1(self.run_id_b).hexdigest()
         self.slot_checks: bool = config.values.get("cluster-slot-checks", False)
         # Each value type's listpack limits (entries, value), read from the
         # config by refresh_limits (values/registry.py names the attributes).
@@ -105,10 +111,13 @@ class Server:
         self.total_connections = 0
         self._expired_base = 0
         self._expired_fields_base = 0
-        self.active_expire = True
-        # DEBUG AOF-FLUSH-SLEEP: microseconds the log's writer waits before
-        # each write (Valkey's test knob for the reply-after-write barrier).
-        self.aof_flush_sleep = 0
+        # The switches DEBUG turns (services/switches.py).
+        self.switches = Switches()
+        # A SIGTERM / SIGINT noted, for the next cron tick (Valkey's shutdown_asap).
+        self.shutdown_asap = False
+        self.shutdown_signal = 0
+        # The crash report and SIGALRM's stacks (crash.py), installed by serve_forever.
+        self.crash = Crash(self)
         # Every listening socket, in Valkey's listener order: tcp, unix, tls.
         self.listeners: list[Listener] = []
         # The kinds listened on since start-up (INFO names each, open or not).
@@ -142,6 +151,8 @@ class Server:
         self.base_table = self.table
         self.maxmemory = 0
         self.noreplicas = False  # min-replicas-to-write refuses writes (limits.py)
+        # MISCONF: writes refused since the last background save or AOF write failed (persist/snapshot.py).
+        self.disk_error: bytes | None = None
         self.obuf_normal: tuple[int, int, int] | None = None
         self.obuf_pubsub: tuple[int, int, int] | None = None
         self.obuf_limited = False
@@ -241,8 +252,12 @@ class Server:
         return Client(self, 0)
 
     def flush_writes(self) -> None:
-        """Write every connection's queued output now (network/connection.py's
-        end of the turn, for the busy-script loop)."""
+        """The end of a turn, for the busy-script loop, as Valkey's beforeSleep
+        while it processes events blocked: the log's records so far written
+        (the running script's are not among them), then every connection's
+        queued output, replies held for those records included."""
+        if self.aof is not None:
+            self.aof.flush()
         flush_writes(self)
 
     def client_connected(self, conn: Connection, c: Client) -> None:
@@ -449,9 +464,21 @@ class Server:
         """Active expiry, Valkey's serverCron in small: bounded work per tick."""
         if self.stopping is not None and self.stopping.is_set():
             return
+        assert self.loop is not None
+        if self.crash.installed:  # the software watchdog: SIGALRM unless the next tick comes first
+            self.crash.watchdog(self.config.values.get("watchdog-period", 0))
+        if self.switches.pause_cron:
+            # DEBUG PAUSE-CRON 1: the ticks go on, their work does not, but
+            # for blocked clients' timeouts (Valkey's beforeSleep does those).
+            if self.blocking.clients:
+                self.blocking.expire()
+            self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+            return
+        if self.shutdown_asap:
+            self._shutdown_on_signal()
         now = self.clock.ms()
         self.clock.lru = now // 1000
-        if self.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
+        if self.switches.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:
                     db.sweep(now, 2000)
@@ -469,32 +496,60 @@ class Server:
             limits.cron(self)
             if self.tls.context is not None:
                 self.tls.cron()  # tls-auto-reload-interval
-        assert self.loop is not None
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+
+    def change_replication_id(self) -> None:
+        """A fresh replication ID (DEBUG CHANGE-REPL-ID), as Valkey draws one."""
+        self.replid = rand.token_hex(20, "replid")
 
     def request_shutdown(self) -> None:
         if self.stopping is not None and not self.stopping.is_set():
             self.log.notice("User requested shutdown...")
             self.stopping.set()
 
-    def _on_signal(self, sig: int) -> None:
-        """SIGTERM / SIGINT: save first when the save rules (or the
-        shutdown-on-sig* option) say so, as Valkey does; a failed save keeps
-        the server running unless the option says force."""
+    def _on_signal(self, sig: int, frame: object = None) -> None:
+        """SIGTERM / SIGINT, as Valkey's handler: the shutdown is noted and
+        the next cron tick carries it out (so SHUTDOWN ABORT may come first).
+        A second SIGINT while it is under way (a long final save) means now:
+        the temp file is removed and the process exits with status 1. A
+        Python handler, so it runs even while a save holds the main thread."""
+        if self.shutdown_asap and sig == signal.SIGINT:
+            self.log.warning("You insist... exiting now.")
+            self.snapshots.remove_temp()
+            os._exit(1)
         name = "SIGTERM" if sig == signal.SIGTERM else "SIGINT"
-        self.log.warning(f"Received {name} scheduling shutdown...")
-        flags = self.config.values.get(f"shutdown-on-{name.lower()}", "default").split()
+        self.log.warning("Received shutdown signal during loading, scheduling shutdown." if self.loading
+                         else f"Received {name} scheduling shutdown...")
+        self.shutdown_asap = True
+        self.shutdown_signal = sig
+
+    def _shutdown_on_signal(self) -> None:
+        """The cron's part of a signalled shutdown: save first when the save
+        rules (or the shutdown-on-sig* option) say so; a failed save keeps
+        the server running unless the option says force."""
+        name = "sigterm" if self.shutdown_signal == signal.SIGTERM else "sigint"
+        flags = self.config.values.get(f"shutdown-on-{name}", "default").split()
         if self.snapshots.shutdown_save("save" in flags, "nosave" in flags, "force" in flags):
             self.request_shutdown()
+        else:
+            self.shutdown_asap = False
+            self.log.warning("Errors trying to shut down the server. Check the logs for more information.")
+
+    def abort_shutdown(self) -> bool:
+        """SHUTDOWN ABORT: a signalled shutdown not yet carried out is called off."""
+        if not self.shutdown_asap:
+            return False
+        self.shutdown_asap = False
+        self.log.warning("Shutdown manually aborted.")
+        return True
 
     async def serve_forever(self) -> None:
         await self.start()
         assert self.loop is not None and self.stopping is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self.loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover
-                pass
+        if threading.current_thread() is threading.main_thread():
+            self.crash.install()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, self._on_signal)
         await self.stopping.wait()
         await self.close()
 

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("execution", ("execution", "execution.*")),
     ("commands", ("commands", "commands.*")),
     ("network", ("network", "network.*")),
-    ("server", ("server",)),
+    ("server", ("server", "crash")),
     # Entry points and tools outside the served process: nothing imports them.
     ("entry points", ("cli", "__main__", "check", "connector", "pytest_plugin")),
 ]

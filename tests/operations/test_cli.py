@@ -8,8 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import ROOT, free_port, start_trafikey
+from helpers.servers import ROOT, Proc, free_port, start_trafikey, valkey_binary
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -111,3 +112,76 @@ def test_multi_arg_options_given_as_one_word_split_again() -> None:
             finally:
                 p.stop()
         assert got == [b"*2\r\n$4\r\nsave\r\n$%d\r\n%s\r\n" % (len(want), want)] * 2, words
+
+
+def _report(stderr: str) -> list[str]:
+    """A fatal config report without its first line (which names the server)."""
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    return lines[1:] if lines and "FATAL CONFIG FILE ERROR" in lines[0] else lines
+
+
+@pytest.mark.parametrize("args", [
+    ["--invalid"], ["--port"], ["--port", "6380", "--loglevel"], ["--port", "6379", "6380"],
+    ["--port", "--loglevel", "verbose"], ["--port", "--bla", "--loglevel", "verbose"],
+    ["--maxmemory", "1mb", "2mb"], ["--save", "60"], ["--requirepass", "x", "y"], ["--port", "1", "--x y"],
+])
+def test_command_line_errors_as_valkey(args: list[str]) -> None:
+    """The command line is read as Valkey reads it, as lines of a config
+    text: each bad one is reported with its line number, the line as Valkey
+    quotes it, and the reason, in Valkey's words."""
+    ours = run(*args)
+    theirs = subprocess.run([valkey_binary(), *args], capture_output=True, text=True, timeout=30)
+    assert ours.returncode == theirs.returncode == 1
+    assert _report(ours.stderr) == _report(theirs.stdout + theirs.stderr)
+
+
+def _config_get_both(tmp_path, body: str, args: list[str], names: list[str]) -> list[list[bytes]]:
+    """CONFIG GET of each name from valkey-server and from this server, each
+    started from a config file holding body and then the command line args."""
+    got = []
+    for kind in ("valkey", "trafikey"):
+        port = free_port()
+        conf = tmp_path / f"{kind}.conf"
+        conf.write_text(f"port {port}\n{body}")
+        if kind == "valkey":
+            proc = Proc([valkey_binary(), str(conf), *args], port, cwd=str(tmp_path))
+        else:
+            proc = Proc([sys.executable, "-m", "trafikey_server", str(conf), *args], port, cwd=str(tmp_path), env=ENV)
+        try:
+            w = Wire(port)
+            got.append([w.call("CONFIG", "GET", n) for n in names])
+            w.close()
+        finally:
+            proc.stop()
+    return got
+
+
+@pytest.mark.parametrize("args, names", [
+    (["--maxmemory 700mb", "--maxmemory-policy volatile-lru"], ["maxmemory", "maxmemory-policy"]),
+    (["loglevel", "verbose", "--maxmemory '700mb'", "--maxmemory-policy 'volatile-lru'"],
+     ["loglevel", "maxmemory", "maxmemory-policy"]),
+    (["--proc-title-template", "--my--title--template", "--loglevel", "verbose"], ["proc-title-template", "loglevel"]),
+    (["--save", "--loglevel", "verbose"], ["save", "loglevel"]),
+    (["--loglevel", "verbose", "--save"], ["save", "loglevel"]),
+    (["--proc-title-template", "--save", "--save", "", "--loglevel", "verbose"],
+     ["proc-title-template", "save", "loglevel"]),
+    (["--shutdown-on-sigint", "nosave", "force", "now", "--shutdown-on-sigterm", "nosave force"],
+     ["shutdown-on-sigint", "shutdown-on-sigterm"]),
+])
+def test_command_line_forms_as_valkey(tmp_path, args: list[str], names: list[str]) -> None:
+    """The forms Valkey accepts after a config file: a name and value in
+    one argument, words before any name, values beginning with --, an empty
+    --save; each server reads the same values."""
+    got = _config_get_both(tmp_path, 'save ""\n', args, names)
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("body, args", [
+    ("", []), ("save 100 100\n", []), ("save 900 1\n", ["--save", "100", "100"]), ("save 900 1\n", ["--save", ""]),
+    ("save 900 1\nsave 300 10\n", []), ("save 900 1\nsave \"\"\nsave 60 5\n", []),
+])
+def test_save_lines_add_up_as_valkey(tmp_path, body: str, args: list[str]) -> None:
+    """The first save line replaces the default rules, later ones (the
+    command line's too) add to them, an empty one clears them."""
+    got = _config_get_both(tmp_path, body, args, ["save"])
+    assert got[0] == got[1]

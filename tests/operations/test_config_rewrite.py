@@ -214,3 +214,40 @@ def test_any_string_round_trips(both: dict[str, tuple[Proc, Path]], tmp_path: Pa
         r.close()
     finally:
         again.stop()
+
+
+def test_force_all_rewrite_restarts_to_the_same_config(tmp_path: Path) -> None:
+    """DEBUG CONFIG-REWRITE-FORCE-ALL writes every option, defaults too: a
+    restart from that file must start and read every option back as it was
+    (Valkey's CONFIG REWRITE sanity). Without a file, Valkey's words."""
+    proc, conf = start_with_file("trafikey", tmp_path)
+    try:
+        w = Wire(proc.port)
+        assert w.call("CONFIG", "SET", "enable-debug-command", "yes").startswith(b"-ERR")  # immutable
+    finally:
+        proc.stop()
+    conf.write_text(conf.read_text() + "enable-debug-command yes\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    first = Proc([sys.executable, "-m", "trafikey_server", str(conf)], proc.port, cwd=str(tmp_path), env=env)
+    try:
+        r = redis.Redis(port=first.port, decode_responses=True)
+        before = r.config_get("*")
+        assert r.execute_command("DEBUG", "CONFIG-REWRITE-FORCE-ALL") == "OK"
+        r.close()
+    finally:
+        first.stop()
+    assert len(conf.read_text().splitlines()) > 150
+    again = Proc([sys.executable, "-m", "trafikey_server", str(conf)], proc.port, cwd=str(tmp_path), env=env)
+    try:
+        r = redis.Redis(port=again.port, decode_responses=True)
+        after = r.config_get("*")
+        r.close()
+    finally:
+        again.stop()
+    assert {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v} == {}
+    for p in (start_valkey("--enable-debug-command", "yes"), start_trafikey("--enable-debug-command", "yes")):
+        try:
+            assert Wire(p.port).call("DEBUG", "CONFIG-REWRITE-FORCE-ALL") == (
+                b"-ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address\r\n")
+        finally:
+            p.stop()

@@ -252,7 +252,7 @@ def test_seed_on_the_command_line_and_in_a_file(servers: dict[str, Started]) -> 
     r = subprocess.run([sys.executable, "-m", "trafikey_server", "--port", str(free_port()), "--seed", "x"],
                        capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 1
-    assert "FATAL CONFIG" in r.stderr and "'seed \"x\"' argument couldn't be parsed into an integer" in r.stderr
+    assert "FATAL CONFIG" in r.stderr and ">>> 'seed \"x\"'\nargument couldn't be parsed into an integer" in r.stderr
     with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
         f.write("seed 42\n")
     try:

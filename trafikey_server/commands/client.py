@@ -365,6 +365,13 @@ def info_line(c: Client, argv: list[bytes]) -> bytes:
     return _encode(_line(c, c, argv, time.time()))[:-1]
 
 
+def list_text(clients: list[Client]) -> str:
+    """The CLIENT LIST lines of these clients as none of them would see
+    them (no request in hand): the crash report's client list."""
+    now = time.time()
+    return "".join(_line(x, x, [], now) for x in clients)
+
+
 def client_info(c: Client, argv: list[bytes]) -> bytes:
     return c.r.verbatim(_encode(_line(c, c, argv, time.time())))
 

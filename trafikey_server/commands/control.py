@@ -1,17 +1,10 @@
-"""Server commands: databases, TIME, SHUTDOWN, DEBUG, INFO, CONFIG, COMMAND."""
+"""Server commands: databases, TIME, SHUTDOWN, INFO, CONFIG, COMMAND (DEBUG is debug.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-import time as _time
 from typing import TYPE_CHECKING, Any
 
-from ..execution.persist.aofload import AofLoadError
 from ..execution.persist.oneoff import rewrite_child
-from ..execution.persist.rdb import RdbError, install, parse
-from ..execution.persist.startup import reload_aof
-from ..keyspace.access import idle_ms
 from ..protocol import commandinfo, keyspecs
 from ..protocol.resp import OK, ZERO, array, bulk, bulks, integer, status
 from ..services.blocking import may_block
@@ -20,9 +13,7 @@ from ..services.config_rewrite import NO_FILE, rewrite
 from ..util import glob
 from ..util.errors import CommandError, syntax
 from ..util.parsing import to_int
-from ..values.registry import BY_CLASS, of
 from .info import render
-from .keys import value_encoding
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -35,16 +26,25 @@ def _flush_mode(argv: list[bytes]) -> None:
 
 
 def flushall(c: Client, argv: list[bytes]) -> bytes:
+    """Valkey's flushAllDataAndResetRDB: every key removed is a change; a
+    background save (of data now gone) is stopped; with save rules set the
+    empty dataset is saved at once, which leaves no change to save."""
     _flush_mode(argv)
-    for db in c.server.dbs:
-        db.clear()
-    c.server.tracking.flushed()
+    srv = c.server
+    removed = sum(db.clear() for db in srv.dbs)
+    srv.tracking.flushed()
+    srv.dirty += removed - 1  # dispatch counts the command itself as one
+    snaps = srv.snapshots
+    if snaps.child_pid:
+        snaps.kill_child()
+    if snaps.rules() and snaps.save():
+        snaps.dirty_at_save = srv.dirty + 1  # the save holds this FLUSHALL too
     return OK
 
 
 def flushdb(c: Client, argv: list[bytes]) -> bytes:
     _flush_mode(argv)
-    c.db.clear()
+    c.server.dirty += c.db.clear() - 1  # every key removed is a change (dispatch counts one)
     c.server.tracking.flushed()
     return OK
 
@@ -245,7 +245,9 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
     if {b"nosave", b"save"} <= opts or (b"abort" in opts and len(opts) > 1):
         raise syntax()
     if b"abort" in opts:
-        raise CommandError(b"ERR No shutdown in progress.")
+        if not c.server.abort_shutdown():
+            raise CommandError(b"ERR No shutdown in progress.")
+        return OK
     if not c.server.snapshots.shutdown_save(b"save" in opts, b"nosave" in opts, b"force" in opts):
         raise CommandError(b"ERR Errors trying to SHUTDOWN. Check logs.")
     c.server.request_shutdown()
@@ -253,162 +255,10 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
     return b""
 
 
-def _debug_reload(c: Client, argv: list[bytes]) -> bytes:
-    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty, load the file back."""
-    flush = do_save = True
-    merge = False
-    for a in argv[2:]:
-        o = a.lower()
-        if o == b"merge":
-            merge = True
-        elif o == b"noflush":
-            flush = False
-        elif o == b"nosave":
-            do_save = False
-        else:
-            raise CommandError(b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
-    srv = c.server
-    if do_save and not srv.snapshots.save():
-        raise CommandError(b"ERR")
-    try:
-        with open(srv.snapshots.path(), "rb") as f:
-            data = f.read()
-        res = parse(srv, data)
-    except (OSError, RdbError) as e:
-        srv.log.warning(f"DEBUG RELOAD: {e}")
-        raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.") from None
-    if flush:
-        for db in srv.dbs:
-            db.clear()
-        srv.tracking.flushed()
-    elif not merge:
-        for dbid, (data_, _) in res.dbs.items():
-            if any(k in srv.dbs[dbid].data for k in data_):
-                srv.log.warning("DEBUG RELOAD: duplicate keys without MERGE")
-                raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.")
-    try:
-        install(srv, res, b"flush" if flush else b"replace" if merge else b"append")
-    except RdbError as e:
-        srv.log.warning(f"DEBUG RELOAD: {e}")
-        raise CommandError(b"ERR Error trying to load the RDB dump, check server logs.") from None
-    srv.snapshots.keys_loaded, srv.snapshots.keys_expired = res.keys_loaded, res.keys_expired
-    srv.log.notice("DB reloaded by DEBUG RELOAD")
-    return OK
-
-
-def _debug_loadaof(c: Client) -> bytes:
-    """DEBUG LOADAOF: the keyspace emptied and loaded back from the AOF on disk."""
-    srv = c.server
-    try:
-        reload_aof(srv)
-    except (AofLoadError, OSError) as e:
-        srv.log.warning(f"DEBUG LOADAOF: {e}")
-        raise CommandError(b"ERR Error trying to load the AOF files, check server logs.") from None
-    finally:
-        srv.tracking.flushed()
-    srv.dirty = 0  # as Valkey: nothing to save or propagate
-    srv.log.notice("Append Only File loaded by DEBUG LOADAOF")
-    return OK
-
-
-def _digest_value(v: object) -> bytes:
-    """A stable rendering of a value: container contents in sorted order so
-    the digest does not depend on insertion history."""
-    vt = of(v)
-    return repr(v).encode() if vt is None else vt.digest(v)
-
-
-def _digest(c: Client) -> bytes:
-    """DEBUG DIGEST: XOR of per-key SHA1s (order-free, like Valkey's); all
-    zeros for an empty dataset."""
-    acc = 0
-    for i, db in enumerate(c.server.dbs):
-        for key in list(db.live_keys()):
-            v = db.get(key)
-            if v is None:
-                continue
-            ttl = db.ttl_ms(key)
-            h = hashlib.sha1(b"%d\0%s\0%s\0%d" % (i, key, _digest_value(v), ttl is not None))
-            acc ^= int.from_bytes(h.digest(), "big")
-    return b"%040x" % acc
-
-
-def _debug_object(c: Client, key: bytes) -> bytes:
-    """DEBUG OBJECT in Valkey's words: where the value is, its references
-    (one: Valkey 9 embeds the key in every value, so none is shared), its
-    encoding, its RDB length (this server's, never LZF-compressed), its LRU
-    field and the idle time it gives. The lookup is not a use."""
-    db = c.db
-    v = db.peek(key)
-    if v is None:
-        raise CommandError(b"ERR no such key")
-    vt = BY_CLASS.get(type(v))
-    size = len(vt.rdb_save(v)[1]) if vt is not None else 0
-    field = db.use_field(key)
-    idle = idle_ms(db.clock, field) // 1000 if db.lfu is None else 0
-    return status(b"Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d"
-                  % (id(v), value_encoding(c, key, v), size, field or 0, idle))
-
-
-def _key_digest(c: Client, key: bytes) -> bytes:
-    """DEBUG DIGEST-VALUE's digest of one key: its value and whether it has
-    a time to live, found even past that time (as Valkey's dbFind); forty
-    zeros for no key."""
-    db = c.db
-    v = db.stored(key)
-    if v is None:
-        return b"0" * 40
-    return hashlib.sha1(b"%s\0%d" % (_digest_value(v), key in db.expires)).hexdigest().encode()
-
-
-_ATOF = re.compile(rb"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-_DEBUG_OFF = (
-    b'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it '
-    b"from a local connection, otherwise you need to set this option in the configuration file, and then "
-    b"restart the server."
-)
-
-
 def local_client(c: Client) -> bool:
     """A connection from this machine, as Valkey's ``local`` settings mean it."""
     host = c.addr.rpartition(":")[0].strip("[]")
     return host in ("127.0.0.1", "::1") or not c.addr or host.startswith("::ffff:127.")
-
-
-def debug(c: Client, argv: list[bytes]) -> bytes:
-    allowed = c.server.config.values.get("enable-debug-command", "no")
-    if allowed == "no" or (allowed == "local" and not local_client(c)):
-        raise CommandError(_DEBUG_OFF)
-    sub = argv[1].lower()
-    if sub == b"sleep" and len(argv) == 3:
-        # Valkey reads the delay with atof: junk is 0, a numeric prefix counts.
-        m = _ATOF.match(argv[2])
-        secs = float(m.group()) if m else 0.0
-        if secs > 0:
-            _time.sleep(secs)  # blocking on purpose: DEBUG SLEEP stalls the server
-        return OK
-    if sub == b"digest" and len(argv) == 2:
-        return status(_digest(c))
-    if sub == b"reload":
-        return _debug_reload(c, argv)
-    if sub == b"loadaof":
-        return _debug_loadaof(c)
-    if sub == b"object" and len(argv) == 3:
-        return _debug_object(c, argv[2])
-    if sub == b"digest-value":
-        return array([status(_key_digest(c, key)) for key in argv[2:]])
-    if sub == b"aof-flush-sleep" and len(argv) == 3:
-        m = _ATOF.match(argv[2])
-        c.server.aof_flush_sleep = max(int(float(m.group())), 0) if m else 0
-        return OK
-    if sub == b"set-active-expire" and len(argv) == 3:
-        # Valkey reads the switch with atoi: anything but a non-zero number is off.
-        m = _ATOF.match(argv[2])
-        c.server.active_expire = bool(m and int(float(m.group())))
-        return OK
-    raise CommandError(b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1])
 
 
 # -- CONFIG -----------------------------------------------------------------------

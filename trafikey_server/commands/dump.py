@@ -74,6 +74,8 @@ def footer_ok(c: Client, p: bytes) -> bool:
     if c.server.config.values.get("rdb-version-check", "strict") == "strict" and (
             version > DUMP_VERSION or version in _FOREIGN):
         return False
+    if c.server.switches.skip_checksum:  # DEBUG SET-SKIP-CHECKSUM-VALIDATION 1
+        return True
     return crc64(memoryview(p)[:-8]) == int.from_bytes(p[-8:], "little")
 
 

@@ -250,7 +250,7 @@ def _replication(s: Server) -> Fields:
         ("role", "master"), ("connected_slaves", 0), ("replicas_waiting_psync", 0),
         ("master_failover_state", "no-failover"),
         # A replication ID of this process's own, stable for its lifetime.
-        ("master_replid", hashlib.sha1(s.run_id.encode()).hexdigest()), ("master_replid2", "0" * 40),
+        ("master_replid", s.replid), ("master_replid2", "0" * 40),
         ("master_repl_offset", 0), ("second_repl_offset", -1), ("repl_backlog_active", 0),
         ("repl_backlog_size", s.config.values["repl-backlog-size"]), ("repl_backlog_first_byte_offset", 0),
         ("repl_backlog_histlen", 0),

@@ -20,7 +20,7 @@ from ..protocol.resp import QUEUED
 from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.faults import REFUSING, Rule
-from ..services.limits import NOREPLICAS, write_refusal
+from ..services.limits import write_refusal
 from ..services.observe import redact
 from ..services.tracking import refresh_hooks
 from ..util.errors import CommandError
@@ -301,10 +301,12 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             return refused
     if server.busy_run is not None and not cmd.allow_busy:
         msg = busy_error(server, server.busy_run.eval_mode)
-        # Valkey refuses a write for want of replicas before it says BUSY
+        # Valkey refuses a write for a disk error or want of replicas before it says BUSY
         # (it skips maxmemory while a script is busy).
-        if server.noreplicas and write_refusal(c, cmd, argv, oom=False) is not None:
-            msg = NOREPLICAS
+        if server.noreplicas or server.disk_error is not None:
+            refusal = write_refusal(c, cmd, argv, oom=False)
+            if refusal is not None:
+                msg = refusal
         cmd.rejected_calls += 1  # rejectCommand
         if c.multi is not None:
             if cmd.bname == b"exec":
@@ -324,7 +326,7 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
             else:
                 flag_transaction(c)
         return b"-" + CROSSSLOT + b"\r\n"
-    if server.maxmemory or server.noreplicas:
+    if server.maxmemory or server.noreplicas or server.disk_error is not None:
         oom = write_refusal(c, cmd, argv)
         if oom is not None:
             cmd.rejected_calls += 1

@@ -20,11 +20,12 @@ import fnmatch
 import locale
 import os
 import socket
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from ..util.confsyntax import split_args
+from ..util.confsyntax import quote, split_args
 from ..util.floats import parse_double
 from ..util.log import LEVELS
 from ..util.parsing import to_int
@@ -419,6 +420,8 @@ _apply_policy = _registered("maxmemory-policy")
 _apply_min_replicas = _registered("min-replicas")
 _apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
 _apply_obuf = _registered("client-output-buffer-limit")
+# save and stop-writes-on-bgsave-error decide MISCONF (execution/persist/snapshot.py).
+_apply_disk_error = _registered("disk-error")
 # The tls-* options that rebuild the TLS context, and tls-port (network/tls.py).
 _apply_tls = _registered("tls")
 _apply_tls_port = _registered("tls-port")
@@ -724,7 +727,7 @@ def _options() -> list[Option]:
     E("shutdown-on-sigterm", "default", _SHUTDOWN_FLAGS, multi=True, check=_shutdown_flags),
     N("shutdown-timeout", 10, 0, 2147483647),
     M("slot-migration-max-failover-repl-bytes", 0, -1, 9223372036854775807),
-    B("stop-writes-on-bgsave-error", True),
+    B("stop-writes-on-bgsave-error", True, apply=_apply_disk_error),
     M("stream-node-max-bytes", 4096, 0, 9223372036854775807, apply=_apply_limits),
     N("stream-node-max-entries", 100, 0, 9223372036854775807, apply=_apply_limits),
     N("tcp-keepalive", 300, 0, 2147483647),
@@ -798,7 +801,7 @@ def _options() -> list[Option]:
     # Valkey rebinds on CONFIG SET bind; this server keeps its listeners.
     X("bind", "127.0.0.1", _bind, apply=_apply_bind),
     # Options with their own syntax or checks.
-    X("save", "3600 1 300 100 60 10000", _save),
+    X("save", "3600 1 300 100 60 10000", _save, apply=_apply_disk_error),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
       _obuf_limits, apply=_apply_obuf),
     X("oom-score-adj-values", "0 200 800", _oom_values),
@@ -902,47 +905,90 @@ def _directive_text(name: str, words: list[str]) -> str:
     return " ".join(words)
 
 
-def parse_args(argv: list[str], config: Config | None = None) -> Config:
-    """valkey-server's command line: ``[configfile] [--name value ...]``.
+def command_line_text(args: list[str]) -> str:
+    """valkey-server's options string: each ``--name`` begins a config line,
+    the arguments after it are appended quoted (``--port 6379 6380`` is the
+    line ``port "6379" "6380"``), an argument holding a name and its value
+    (``"--maxmemory 700mb"``) is a line by itself, and one before any name is
+    appended as a word. ``--save`` with no value before another name, or
+    last, is ``save ""``. The text is then read as a config file's is."""
+    out = ""
+    handled = True  # the last name has a value: a "--word" now starts a line
+    for j, a in enumerate(args):
+        if handled and a.startswith("--"):
+            if out:
+                out += "\n"
+            out += a[2:] + " "
+            if len(split_args(a) or []) == 1:
+                handled = False
+                last = j == len(args) - 1
+                if a.lower() == "--save" and (last or args[j + 1].startswith("--")):
+                    out += '""'
+                    handled = not last
+            else:
+                handled = True
+        else:
+            out += quote(a) + " "
+            handled = True
+    return out
 
-    Option words are collected until the next ``--name``, as valkey-server
-    does, so ``--save 60 1000`` and ``--bind 127.0.0.1 ::1`` work."""
+
+def parse_args(argv: list[str], config: Config | None = None) -> Config:
+    """valkey-server's command line: ``[configfile] [-] [--name value ...]``.
+
+    As valkey-server: the file's text, then standard input's (``-`` first
+    or last), then the options string (command_line_text), read as one
+    config text, so the command line wins and errors name the line."""
     config = config or Config()
     args = list(argv)
     config.given = bool(args)
-    if args and not args[0].startswith("--"):
+    text = ""
+    if args and not args[0].startswith("-"):
         config.file = os.path.abspath(args[0])
-        load_file(config, args.pop(0))
-    directives: list[tuple[str, list[str]]] = []
-    for a in args:
-        if a.startswith("--"):
-            directives.append((a[2:], []))
-        elif directives:
-            directives[-1][1].append(a)
-        else:
-            raise ConfigError(f"Unexpected argument: '{a}'")
-    for name, words in directives:
-        if config.option(name) is None:
-            raise ConfigError(f"Bad directive or wrong number of arguments: '{name}'")
-        try:
-            config.set_text(name, _directive_text(name, words))
-        except ConfigError as e:
-            # Valkey names the directive and the value it refused.
-            raise ConfigError(f"'{name} \"{' '.join(words)}\"' {e}") from None
+        with open(args.pop(0), encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+    if args and args[0] == "-":
+        args.pop(0)
+        text += sys.stdin.read()
+    elif args and args[-1] == "-":
+        args.pop()
+        text += sys.stdin.read()
+    options = command_line_text(args)
+    if options:
+        text += "\n" + options
+    load_text(config, text)
     return config
 
 
-def load_file(config: Config, path: str) -> None:
-    with open(path, encoding="utf-8") as f:
-        for lineno, raw in enumerate(f, 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
+def load_text(config: Config, text: str) -> None:
+    """A config text, line by line, as Valkey's loadServerConfigFromString
+    reads it: a name and its value (exactly one, but for the options that
+    take several), and on the first bad line Valkey's report of it. The
+    first ``save`` line replaces the default rules and later ones add to
+    them (``save ""`` clears them), as Valkey's setConfigSaveOption does."""
+    saved = False
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip(" \t\r\n")
+        if not line or line.startswith("#"):
+            continue
+        try:
             words = split_args(line)
             if words is None:
-                raise ConfigError(f"{path}:{lineno}: Unbalanced quotes in configuration line")
+                raise ConfigError("Unbalanced quotes in configuration line")
+            if not words:
+                continue
             name, rest = words[0], words[1:]
-            try:
-                config.set_text(name, _directive_text(name, rest))
-            except ConfigError as e:
-                raise ConfigError(f"{path}:{lineno}: {e}") from None
+            if config.option(name) is None:
+                raise ConfigError("Bad directive or wrong number of arguments")
+            if len(rest) != 1 and name.lower() not in _MULTI_ARG:
+                raise ConfigError("wrong number of arguments")
+            value = _directive_text(name, rest)
+            if name.lower() == "save":
+                prior = config.values["save"] if saved else ""
+                saved = True
+                if value and prior:
+                    config.set_text(name, value)  # each line checked alone, as Valkey checks it
+                    value = f"{prior} {value}"
+            config.set_text(name, value)
+        except ConfigError as e:
+            raise ConfigError(f"Reading the configuration file, at line {lineno}\n>>> '{line}'\n{e}") from None

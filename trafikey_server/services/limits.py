@@ -41,6 +41,7 @@ class MemoryLimitHost(Protocol):
 
     base_table: Table
     config: Config
+    disk_error: bytes | None
     maxmemory: int
     memory: Memory
     noreplicas: bool
@@ -236,9 +237,13 @@ def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
         memory.oom = False
     base = server.base_table
     noreplicas = server.noreplicas
-    if value or noreplicas:
-        server.table = base.with_fast({} if value else {k: v for k, v in base.fast.items()
-                                                       if not ((noreplicas and v.write) or v.bname in SCRIPT_RUNNERS)})
+    disk_error = server.disk_error is not None
+    if value or noreplicas or disk_error:
+        # Refused writes (and PING, under MISCONF) and the script commands
+        # leave the fast path for write_refusal's checks.
+        server.table = base.with_fast({} if value else {
+            k: v for k, v in base.fast.items()
+            if not (v.write or v.bname in SCRIPT_RUNNERS or (disk_error and v.bname == b"ping"))})
     else:
         server.table = base
     pause = getattr(server, "pause", None)
@@ -259,10 +264,12 @@ def apply_min_replicas(server: MemoryLimitHost) -> None:
 
 
 def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) -> bytes | None:
-    """Valkey's processCommand checks on the memory and the replicas, in
-    its order: over maxmemory a deny-oom command is refused (queued in
-    MULTI or not) and so is an EXEC whose queue holds one; a write (or an
-    EXEC of writes) is refused while there are not enough good replicas.
+    """Valkey's processCommand checks on the memory, the disk and the
+    replicas, in its order: over maxmemory a deny-oom command is refused
+    (queued in MULTI or not) and so is an EXEC whose queue holds one; a
+    write (or an EXEC of writes), and PING, while the last background save
+    or AOF write failed (MISCONF, see persist/snapshot.py); a write while
+    there are not enough good replicas.
     A script command counts as a write and as deny-oom as its script's
     flags say."""
     server = c.server
@@ -293,6 +300,8 @@ def write_refusal(c: Client, cmd: Command, argv: list[bytes], oom: bool = True) 
                 c.pushed = None
         if out and denyoom:
             return OOM
+    if server.disk_error is not None and (write or cmd.bname == b"ping"):
+        return server.disk_error  # Valkey's writeCommandsDeniedByDiskError, PING too
     if write and server.noreplicas:
         return NOREPLICAS
     return None

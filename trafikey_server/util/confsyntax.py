@@ -74,3 +74,27 @@ def split_args(line: str) -> list[str] | None:
                     cur.append(raw[i])
             i += 1
         words.append(cur.decode("utf-8", "surrogateescape"))
+
+
+def quote(s: str) -> str:
+    """Valkey's sdscatrepr: double quotes, C escapes for the rest."""
+    out = ['"']
+    for ch in s:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch.isprintable() and ord(ch) < 128:
+            out.append(ch)
+        else:
+            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogateescape"))
+    out.append('"')
+    return "".join(out)

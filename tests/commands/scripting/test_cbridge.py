@@ -39,6 +39,10 @@ LUA = lua51.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval
 TABLE_FROM = LUA.table_from
 # As the prelude's array(...): a table of exactly its arguments, nils kept.
 ARRAY = LUA.eval("function(...) return {...} end")
+# As the prelude's hashed(k, v, ...): a table of those pairs (DUMP sorts
+# entries, so the order a sized table would give does not matter here).
+HASHED = LUA.eval("function(...) local t = {} for i = 1, select('#', ...), 2 do "
+                  "t[(select(i, ...))] = (select(i + 1, ...)) end return t end")
 DUMP = LUA.eval(r"""
 function(v)
     local out = {}
@@ -129,12 +133,12 @@ REPLIES = st.recursive(_scalars, _aggregates, max_leaves=25)
 
 def _pure(reply: bytes, protected: bool) -> tuple[bool, bytes]:
     """engine.decode's value as _api_call (raising) or _api_pcall gives it."""
-    saved = engine._ARRAY
-    engine._ARRAY = ARRAY  # as the engine sets it from its prelude
+    saved = engine._ARRAY, engine._HASHED
+    engine._ARRAY, engine._HASHED = ARRAY, HASHED  # as the engine sets them from its prelude
     try:
         kind, v = engine.decode(reply, TABLE_FROM)
     finally:
-        engine._ARRAY = saved
+        engine._ARRAY, engine._HASHED = saved
     if kind == 1:
         v = TABLE_FROM({b"ok": v})
     elif kind == 2:

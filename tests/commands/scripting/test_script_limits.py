@@ -253,3 +253,59 @@ def test_busy_texts(extra: tuple[str, str]) -> None:
     finally:
         for p in procs:
             p.stop()
+
+
+_WAIT_FOR_NAME = """
+local clients
+redis.call('lpush', KEYS[1], 'y')
+while true do
+    clients = redis.call('client', 'list')
+    if string.find(clients, 'abortscript') ~= nil then break end
+end
+redis.call('lpush', KEYS[1], 'z')
+return 'seen'
+"""
+
+
+def _busy(w: Wire) -> bytes:
+    for _ in range(200):  # until the script is past the threshold
+        reply = w.call("PING")
+        if reply != b"+PONG\r\n":
+            return reply
+        time.sleep(0.02)
+    return reply
+
+
+def test_busy_script_that_wrote_with_the_log_on() -> None:
+    """With appendonly on, a script that wrote and then runs past the
+    threshold: others are answered BUSY at once (their replies wait for no
+    write); HELLO may rename a client, which the script (calling CLIENT LIST,
+    let by SET-DISABLE-DENY-SCRIPTS) sees and ends; the client blocked on
+    its key is served after it; SCRIPT KILL cannot stop a script that
+    wrote; SHUTDOWN NOSAVE ends the server anyway."""
+    args = ("--appendonly", "yes", "--enable-debug-command", "yes", "--busy-reply-threshold", "10")
+    procs = (start_valkey(*args), start_trafikey(*args))
+    try:
+        outs = []
+        for proc in procs:
+            out = []
+            admin, caller, blocked, namer = (Wire(proc.port) for _ in range(4))
+            blocked.send_raw(encode("BLPOP", "x", "0"))
+            out.append(admin.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"))
+            caller.send_raw(encode("EVAL", _WAIT_FOR_NAME, "1", "x"))
+            out.append(_busy(admin))
+            out.append(namer.call("HELLO", "2", "SETNAME", "abortscript").split(b"\r\n")[:2])
+            out.append(blocked.read_reply())
+            out.append(caller.read_reply())
+            caller.send_raw(encode("EVAL", "redis.call('set', KEYS[1], 'y') while true do end", "1", "k"))
+            out.append(_busy(admin))
+            out.append(admin.call("SCRIPT", "KILL"))
+            out.append(admin.call("PING"))
+            admin.send_raw(encode("SHUTDOWN", "NOSAVE"))
+            out.append(proc.proc.wait(timeout=20) is not None)
+            outs.append(out)
+        assert outs[1] == outs[0]
+        assert outs[0][3] == b"*2\r\n$1\r\nx\r\n$1\r\nz\r\n" and outs[0][6].startswith(b"-UNKILLABLE")
+    finally:
+        for p in procs:
+            p.stop()

@@ -1,46 +1,12 @@
-"""LASTSAVE, SHUTDOWN, DEBUG against Valkey (DEBUG needs its own Valkey with
-the debug command enabled)."""
+"""LASTSAVE, SHUTDOWN, CONFIG and their kin against Valkey (DEBUG is test_debug.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, start_trafikey, start_valkey
-
-
-@pytest.fixture(scope="module")
-def debug_valkey() -> Iterator[Proc]:
-    p = start_valkey("--enable-debug-command", "yes")
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def debug_trafikey() -> Iterator[Proc]:
-    p = start_trafikey("--enable-debug-command", "yes")
-    yield p
-    p.stop()
-
-
-def test_debug_is_refused_by_default(pair) -> None:
-    pair.check("DEBUG", "DIGEST")
-    pair.check("DEBUG", "SLEEP", "0")
-
-
-@pytest.mark.parametrize("mode", ["local", "no"])
-def test_debug_local_mode(mode: str) -> None:
-    """Our connections come from loopback: "local" allows them, "no" does not."""
-    procs = [start_valkey("--enable-debug-command", mode), start_trafikey("--enable-debug-command", mode)]
-    try:
-        v, t = (Wire(p.port) for p in procs)
-        assert v.call("DEBUG", "SLEEP", "0") == t.call("DEBUG", "SLEEP", "0")
-        assert t.call("DEBUG", "SLEEP", "0") == (b"+OK\r\n" if mode == "local" else t.call("DEBUG", "DIGEST"))
-    finally:
-        for p in procs:
-            p.stop()
+from helpers.servers import start_trafikey, start_valkey
 
 
 def test_lastsave_is_an_integer_near_now(pair) -> None:
@@ -64,77 +30,6 @@ def test_shutdown_closes_without_reply() -> None:
         assert p.proc.wait(timeout=10) == 0
     finally:
         p.stop()
-
-
-def test_debug_digest_and_sleep(debug_valkey: Proc, debug_trafikey: Proc) -> None:
-    v = Wire(debug_valkey.port)
-    t = Wire(debug_trafikey.port)
-    for w in (v, t):
-        w.call("FLUSHALL")
-    assert v.call("DEBUG", "DIGEST") == t.call("DEBUG", "DIGEST") == b"+" + b"0" * 40 + b"\r\n"
-    for w in (v, t):
-        w.call("SET", "a", "1")
-        w.call("HSET", "h", "f", "v")
-    dv, dt = v.call("DEBUG", "DIGEST"), t.call("DEBUG", "DIGEST")
-    # The hash function is ours; shape and stability are what must hold.
-    assert re.fullmatch(rb"\+[0-9a-f]{40}\r\n", dt) and dt != b"+" + b"0" * 40 + b"\r\n"
-    assert re.fullmatch(rb"\+[0-9a-f]{40}\r\n", dv)
-    assert t.call("DEBUG", "DIGEST") == dt
-    for args in (("SLEEP", "0"), ("SLEEP", "0.01"), ("SLEEP", "x"), ("SLEEP", "0.01abc")):
-        assert v.call("DEBUG", *args) == t.call("DEBUG", *args), args
-    v.close()
-    t.close()
-    t.close()
-
-
-def test_debug_digest_value(debug_valkey: Proc, debug_trafikey: Proc) -> None:
-    """Per key: forty zeros for no key, else a digest that follows the value
-    and its time to live, equal for a COPY (what Valkey's units compare)."""
-    seen = []
-    for p in (debug_valkey, debug_trafikey):
-        w = Wire(p.port)
-        w.call("FLUSHALL")
-        w.call("RPUSH", "l", "a", "b")
-        w.call("COPY", "l", "l2")
-        w.call("SADD", "s", "x")
-        first = w.call("DEBUG", "DIGEST-VALUE", "l", "l2", "nokey", "s")
-        w.call("PEXPIRE", "l2", 100_000)
-        with_ttl = w.call("DEBUG", "DIGEST-VALUE", "l2")
-        w.call("RPUSH", "l", "c")
-        changed = w.call("DEBUG", "DIGEST-VALUE", "l")
-        lines = first.split(b"\r\n")
-        assert lines[0] == b"*4" and lines[3] == b"+" + b"0" * 40
-        assert lines[1] == lines[2] != lines[4]
-        assert re.fullmatch(rb"\+[0-9a-f]{40}", lines[1])
-        assert with_ttl != b"*1\r\n" + lines[2] + b"\r\n" and changed != b"*1\r\n" + lines[1] + b"\r\n"
-        seen.append(w.call("DEBUG", "DIGEST-VALUE"))
-        w.close()
-    assert seen[0] == seen[1] == b"*0\r\n"
-
-
-def test_debug_object(debug_valkey: Proc, debug_trafikey: Proc) -> None:
-    """Valkey's fields in Valkey's order; the encoding as OBJECT ENCODING
-    says; no key is Valkey's error; reading it is not a use of the key."""
-    shape = re.compile(rb"\+Value at:0x[0-9a-f]+ refcount:(\d+) encoding:(\S+) serializedlength:(\d+) "
-                       rb"lru:(\d+) lru_seconds_idle:(\d+)")
-    seen = []
-    for p in (debug_valkey, debug_trafikey):
-        w = Wire(p.port)
-        w.call("FLUSHALL")
-        w.call("SET", "s", "hello")
-        w.call("SET", "n", "12345")
-        w.call("HSET", "h", "f", "v")
-        w.call("SADD", "set", "1", "2")
-        got = []
-        for key in ("s", "n", "h", "set"):
-            m = shape.match(w.call("DEBUG", "OBJECT", key))
-            assert m, key
-            got.append((m.group(1), m.group(2), int(m.group(5)) < 5))
-        got.append(w.call("DEBUG", "OBJECT", "nokey"))
-        seen.append(got)
-        w.close()
-    assert seen[0] == seen[1]
-    assert seen[1][-1] == b"-ERR no such key\r\n"
 
 
 DETERMINISTIC = (

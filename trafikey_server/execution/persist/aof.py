@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 from . import manifest as mf
 from .effects import Rule, rule_for
 from .rewrite import Rewriter, rdb_base, write_snapshot
+from .snapshot import refresh_disk_error
 
 if TYPE_CHECKING:
     from ...protocol.table import Command
@@ -231,7 +232,10 @@ class Aof:
     def hold(self, conn: Peer, out: list[bytes]) -> bool:
         """Keep a connection's replies until this turn's records are
         written (and fsynced, under ``always``). False when they may go now."""
-        if not (self.buf or self.unit or conn in self.held_conns):
+        if not (self.buf or (self.unit and not self.depth) or conn in self.held_conns):
+            # Nothing of this turn's to wait for. A unit still open (depth)
+            # is a running script's: what the busy loop answers meanwhile
+            # (BUSY, SCRIPT KILL's reply) does not wait for it.
             return False
         self.held.append((conn, b"".join(out)))
         self.held_conns.add(conn)
@@ -265,8 +269,9 @@ class Aof:
         if self.buf:
             data = b"".join(self.buf)
             self.buf = []
-            if self.server.aof_flush_sleep:
-                time.sleep(self.server.aof_flush_sleep / 1_000_000)
+            pause = self.server.switches.aof_flush_sleep
+            if pause:
+                time.sleep(pause / 1_000_000)
             if self.server.config.values.get("aof-timestamp-enabled", False):
                 now = int(time.time())
                 if now > self.stamped:
@@ -297,7 +302,8 @@ class Aof:
                 # Valkey exits when it cannot write under always; here too,
                 # a reply must never claim a write that is not logged.
                 self.last_write_ok = False
-                self.last_write_error = str(e)
+                self.last_write_error = e.strerror or str(e)
+                refresh_disk_error(self.server)
                 self.server.log.warning(f"Error writing to the AOF file: {e}")
                 if self.policy == "always":
                     self.server.log.warning("Can't recover from AOF write error when the AOF fsync policy is "
@@ -306,7 +312,9 @@ class Aof:
                 raise
             view = view[n:]
         self.current_size += len(data)
-        self.last_write_ok = True
+        if not self.last_write_ok:
+            self.last_write_ok = True
+            refresh_disk_error(self.server)
 
     def fsync(self) -> None:
         with self.lock:

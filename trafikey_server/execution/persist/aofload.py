@@ -192,7 +192,7 @@ class Loader:
         log = self.server.log
         old_style = name == self.server.config.values.get("appendfilename", "appendonly.aof")
         log.notice("Reading RDB preamble from AOF file..." if old_style else "Reading RDB base file on AOF loading...")
-        check = bool(self.server.config.values.get("rdbchecksum", True))
+        check = rdb.checksum_checked(self.server)
         try:
             res = rdb.parse(self.server, data, check, tail=True)
             # A library already loaded (DEBUG LOADAOF keeps them) is replaced.

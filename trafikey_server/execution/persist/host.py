@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from ...services.limits import MemoryLimitHost
 from ...values.record import ValueHost
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from ...keyspace.db import Db
     from ...services.client import Client
     from ...services.config import Config
+    from ...services.switches import Switches
     from ...util.clock import Clock
     from ...util.log import Log
     from ..scripting.engine import Engine
@@ -26,12 +28,11 @@ if TYPE_CHECKING:
     from .snapshot import Snapshots
 
 
-class PersistHost(ValueHost, Protocol):
+class PersistHost(ValueHost, MemoryLimitHost, Protocol):
     """The server (server.py), as persistence uses it: what the value
     types' loaders read of it too."""
 
     aof: Aof | None
-    aof_flush_sleep: int
     clock: Clock
     config: Config
     dbs: list[Db]
@@ -42,6 +43,7 @@ class PersistHost(ValueHost, Protocol):
     oneoff: OneOffRewrite
     scripting: Engine
     snapshots: Snapshots
+    switches: Switches
 
     def internal_client(self) -> Client:
         """A client with no connection, to replay commands as."""

@@ -328,6 +328,12 @@ def parse(server: PersistHost, data: bytes, check: bool = True, tail: bool = Fal
     return res
 
 
+def checksum_checked(server: PersistHost) -> bool:
+    """Whether a file's checksum is verified on load: rdbchecksum, unless
+    DEBUG SET-SKIP-CHECKSUM-VALIDATION says not."""
+    return bool(server.config.values.get("rdbchecksum", True)) and not server.switches.skip_checksum
+
+
 def _checksum_state(data: bytes, n: int) -> tuple[bool | None, int]:
     """Whether the last 8 bytes are the checksum of the rest (None: no checksum)."""
     if n < 17:
@@ -384,7 +390,7 @@ def load(server: PersistHost, source: bytes | str | os.PathLike[str], check: boo
         with open(source, "rb") as f:
             data = f.read()
     if check is None:
-        check = bool(server.config.values.get("rdbchecksum", True))
+        check = checksum_checked(server)
     res = parse(server, data, check)
     install(server, res)
     return res

@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from ...services.config import register_apply
+from ...services.limits import apply_maxmemory
 from . import rdb
 from .child import kill, reap
 from .oneoff import rewrite_child
@@ -39,7 +41,7 @@ class Snapshots:
         self.lastsave = int(now)
         self.dirty_at_save = 0
         self.saves = 0
-        self.last_bgsave_ok = True
+        self._bgsave_ok = True
         self.last_bgsave_secs = -1
         self.last_try = 0.0
         self.child_pid = 0
@@ -52,6 +54,17 @@ class Snapshots:
         self._rules: list[tuple[int, int]] = []
 
     # -- where --------------------------------------------------------------------
+
+    @property
+    def last_bgsave_ok(self) -> bool:
+        return self._bgsave_ok
+
+    @last_bgsave_ok.setter
+    def last_bgsave_ok(self, ok: bool) -> None:
+        """A save's outcome; a change may start or end MISCONF."""
+        if ok != self._bgsave_ok:
+            self._bgsave_ok = ok
+            refresh_disk_error(self.server)
 
     def path(self) -> str:
         v = self.server.config.values
@@ -100,13 +113,14 @@ class Snapshots:
 
     def save(self) -> bool:
         """A synchronous save (SAVE, SHUTDOWN, DEBUG RELOAD); False on failure,
-        which is logged."""
+        which is logged. As Valkey's rdbSave, a failure leaves the last
+        background save's status as it was (so it starts no MISCONF); a
+        success sets it ok."""
         log = self.server.log
         try:
             self._write_file(os.getpid())
         except OSError as e:
             log.warning(f"Failed saving the DB: {e}")
-            self.last_bgsave_ok = False
             return False
         log.notice("DB saved on disk")
         self.dirty_at_save = self.server.dirty
@@ -238,6 +252,14 @@ class Snapshots:
         self.server.log.notice(f"DB loaded from disk: {time.monotonic() - started:.3f} seconds")
         return True
 
+    def remove_temp(self) -> None:
+        """The temp file a save of this process is writing, removed (a
+        shutdown cut short by a second SIGINT)."""
+        try:
+            os.unlink(self._temp(os.getpid()))
+        except OSError:
+            pass
+
     def shutdown_save(self, save: bool, nosave: bool, force: bool) -> bool:
         """What SHUTDOWN and SIGTERM do before exit: stop a background save,
         then save when asked to or when save rules are set. False (and the
@@ -255,6 +277,34 @@ class Snapshots:
             return True
         self.server.log.warning("Error trying to save the DB, can't exit.")
         return False
+
+
+MISCONF_RDB: Final = (
+    b"MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. "
+    b"Commands that may modify the data set are disabled, because this instance is configured to report "
+    b"errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the "
+    b"Valkey logs for details about the RDB error."
+)
+
+
+def refresh_disk_error(server: PersistHost) -> None:
+    """Valkey's writeCommandsDeniedByDiskError, kept on the server as
+    ``disk_error`` (the MISCONF text, or None) for dispatch and scripts:
+    with stop-writes-on-bgsave-error and save rules, a failed last save
+    refuses writes; with the log on, so does a failed last AOF write. Called
+    whenever one of those changes; the command table follows it (limits.py)."""
+    v = server.config.values
+    err: bytes | None = None
+    if v.get("stop-writes-on-bgsave-error", True) and server.snapshots.rules() and not server.snapshots.last_bgsave_ok:
+        err = MISCONF_RDB
+    elif server.aof is not None and not server.aof.last_write_ok:
+        err = b"MISCONF Errors writing to the AOF file: " + server.aof.last_write_error.encode()
+    if err != server.disk_error:
+        server.disk_error = err
+        apply_maxmemory(server, server.maxmemory)
+
+
+register_apply("disk-error", lambda server, value: refresh_disk_error(server))
 
 
 def aof_present(server: PersistHost) -> bool:

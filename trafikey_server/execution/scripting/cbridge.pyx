@@ -396,7 +396,7 @@ cdef void push_value(lua_State *L, bytes buf, const char *p, Py_ssize_t size, Py
             lua.pushlstring(L, b"map", 3)
         else:
             lua.pushlstring(L, b"set", 3)
-        lua.createtable(L, 0, 0)
+        lua.createtable(L, 0, <int>n)  # sized first, as Valkey: pairs() walks it in Valkey's order
         for i in range(n):
             push_value(L, buf, p, size, at)
             if t == 37:
@@ -439,6 +439,14 @@ cdef void push_value(lua_State *L, bytes buf, const char *p, Py_ssize_t size, Py
         set_field(L, b"format", body[:3])
         set_field(L, b"string", body[4:])
         lua.rawset(L, -3)
+        return
+    if t == 124:  # | attribute: read past its pairs, the reply is what follows
+        n = int_at(buf, p, pos + 1, end)
+        at[0] = nxt
+        for i in range(2 * n):
+            push_value(L, buf, p, size, at)
+            lua.settop(L, -2)
+        push_value(L, buf, p, size, at)
         return
     raise ValueError(f"unexpected reply type {chr(<unsigned char>t)!r}")
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ...services.acl import Acl
     from ...services.config import Config
     from ...services.memory import Memory
+    from ...services.switches import Switches
     from ...util.clock import Clock
     from ...util.log import Log
     from ..persist.aof import Aof
@@ -63,11 +64,13 @@ class EngineHost(Protocol):
     busy: Busy
     clock: Clock
     config: Config
+    disk_error: bytes | None
     log: Log
     maxmemory: int
     memory: Memory
     noreplicas: bool
     slot_checks: bool
+    switches: Switches
     table: Table
 
     def count_error(self, msg: bytes) -> None: ...
@@ -345,8 +348,9 @@ class Engine:
         self._load_library = fns[b"load_library"]
         self._argmsg = fns[b"argmsg"]
         self._errmsg = fns[b"errmsg"]
-        global _ARRAY
+        global _ARRAY, _HASHED
         _ARRAY = fns[b"array"]
+        _HASHED = fns[b"hashed"]
 
     # -- the server API, as C functions to Lua --------------------------------------------------
 
@@ -432,7 +436,7 @@ class Engine:
         a = cmd.arity
         if (len(argv) != a) if a > 0 else (len(argv) < -a):
             return self._refuse(cmd, b"ERR Wrong number of args calling command from script")
-        if cmd.noscript:
+        if cmd.noscript and not self.server.switches.scripts_unrestricted:
             return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
         if run.acl is not None:
             reason, pos = run.acl.denial(cmd, argv)
@@ -447,6 +451,8 @@ class Engine:
                 # Valkey's checks before a script's first write: it cannot
                 # stop halfway once it has changed something.
                 server = self.server
+                if server.disk_error is not None:  # MISCONF: the last save or AOF write failed
+                    return self._refuse(cmd, server.disk_error)
                 if server.noreplicas:
                     return self._refuse(cmd, NOREPLICAS)
                 if cmd.denyoom and server.maxmemory and not run.allow_oom and server.memory.oom:
@@ -881,6 +887,16 @@ def _text(err: Any) -> bytes:
 # -- RESP to Lua ------------------------------------------------------------------------------
 
 _ARRAY: Any = None  # prelude's array(...): {...} of exactly its arguments
+_HASHED: Any = None  # prelude's hashed(k, v, ...): their table, its hash part sized first
+
+
+def _hashed(pairs: list[Any], table_from: Any) -> Any:
+    """A map's or set's table as Valkey builds it (sized, then filled in
+    order), so pairs() walks it in Valkey's order; a null key makes no entry."""
+    flat = [x for k, v in pairs if k is not None for x in (k, v)]
+    if _HASHED is None or len(flat) > 7000:
+        return table_from(dict(zip(flat[::2], flat[1::2], strict=True)))
+    return _HASHED(*flat)
 
 
 def decode(reply: bytes, table_from: Any) -> tuple[int, Any]:
@@ -950,19 +966,19 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
         return table_from(items), nxt
     if t == 37:  # % map
         n = int(head)
-        m = {}
+        m = []
         for _ in range(n):
             k, nxt = _parse(buf, nxt, table_from)
             v, nxt = _parse(buf, nxt, table_from)
-            m[k] = v
-        return table_from({b"map": table_from(m)}), nxt
+            m.append((k, v))
+        return table_from({b"map": _hashed(m, table_from)}), nxt
     if t == 126:  # ~ set
         n = int(head)
-        s = {}
+        s = []
         for _ in range(n):
             k, nxt = _parse(buf, nxt, table_from)
-            s[k] = True
-        return table_from({b"set": table_from(s)}), nxt
+            s.append((k, True))
+        return table_from({b"set": _hashed(s, table_from)}), nxt
     if t == 95:  # _ null
         return None, nxt
     if t == 35:  # # boolean
@@ -975,6 +991,10 @@ def _parse(buf: bytes, pos: int, table_from: Any) -> tuple[Any, int]:
         n = int(head)
         body = buf[nxt : nxt + n]
         return table_from({b"verbatim_string": table_from({b"format": body[:3], b"string": body[4:]})}), nxt + n + 2
+    if t == 124:  # | attribute: read past its pairs, the reply is what follows
+        for _ in range(2 * int(head)):
+            _, nxt = _parse(buf, nxt, table_from)
+        return _parse(buf, nxt, table_from)
     raise ValueError(f"unexpected reply type {chr(t)!r}")
 
 

@@ -939,7 +939,26 @@ local function array(...)
     return {...}
 end
 
+-- hashed(k1, v1, k2, v2, ...): a table of those pairs whose hash part was
+-- sized for them before the first went in, as Valkey's lua_createtable(0, n)
+-- for a RESP3 map or set (the order pairs() walks them depends on it). A
+-- constructor of n fields sizes its table so; one is compiled per n.
+local builders = {}
+local function hashed(...)
+    local n = select("#", ...) / 2
+    local build = builders[n]
+    if build == nil then
+        local fields = {}
+        for i = 1, n do
+            fields[i] = "[s[" .. (2 * i - 1) .. "]]=s[" .. (2 * i) .. "]"
+        end
+        build = loadstring("local s = ... return {" .. concat(fields, ",") .. "}", "=hashed")
+        builders[n] = build
+    end
+    return build({...})
+end
+
 return {
     run = run, compile = compile, load_library = load_library,
-    argmsg = argmsg, errmsg = errmsg, array = array,
+    argmsg = argmsg, errmsg = errmsg, array = array, hashed = hashed,
 }
