@@ -136,6 +136,9 @@ class Server:
         # Successful calls of write commands since start: the "changes" that
         # save rules count (Valkey's server.dirty), one add per write.
         self.dirty = 0
+        # Children forked (BGSAVE, AOF rewrites: persist/child.py) and what the last fork took.
+        self.total_forks = 0
+        self.latest_fork_usec = 0
         self.snapshots = Snapshots(self)
         # A BGREWRITEAOF's child while the log is off.
         self.oneoff = OneOffRewrite(self)

@@ -191,3 +191,27 @@ def test_timestamp_annotations_lead_the_log_and_the_base() -> None:
         # The annotated log loads back.
         r = redis.Redis(port=t.port)
         assert r.execute_command("DEBUG", "LOADAOF") == b"OK" and r.get("foo") == b"bar"
+
+
+def test_forks_are_counted_as_valkey_counts_them() -> None:
+    """INFO total_forks: one for each BGSAVE and each rewrite child (the log
+    off, then on), none for SAVE; latest_fork_usec is set once one ran."""
+    off = ("--save", "", "--enable-debug-command", "yes")
+    with own_pair(off, off) as (v, t):
+        seen = []
+        for p in (v, t):
+            r = redis.Redis(port=p.port)
+            steps = [r.info("stats")["total_forks"]]
+            r.set("k", "v")
+            r.save()
+            steps.append(r.info("stats")["total_forks"])
+            r.bgsave()
+            _until(lambda r=r: r.info("persistence")["rdb_bgsave_in_progress"] == 0, "bgsave")
+            steps.append(r.info("stats")["total_forks"])
+            r.bgrewriteaof()
+            _until(lambda r=r: r.info("persistence")["aof_rewrite_in_progress"] == 0, "rewrite")
+            steps.append(r.info("stats")["total_forks"])
+            steps.append(r.info("stats")["latest_fork_usec"] > 0)
+            r.close()
+            seen.append(steps)
+        assert seen[1] == seen[0] == [0, 0, 1, 2, True]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ...services.limits import MemoryLimitHost
 from ...values.record import ValueHost
+from .child import ForkHost
 
 if TYPE_CHECKING:
     import asyncio
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from .snapshot import Snapshots
 
 
-class PersistHost(ValueHost, MemoryLimitHost, Protocol):
+class PersistHost(ValueHost, MemoryLimitHost, ForkHost, Protocol):
     """The server (server.py), as persistence uses it: what the value
     types' loaders read of it too."""
 

@@ -33,7 +33,7 @@ from ...util.clock import debug_delay
 from ...values.registry import BY_CLASS
 from . import manifest as mf
 from . import rdb
-from .child import kill, reap
+from .child import fork, kill, reap
 
 if TYPE_CHECKING:
     from .aof import Aof
@@ -117,15 +117,8 @@ class RewriteChild:
         return True
 
     def _fork(self, write: Callable[[], object]) -> int:
-        """Fork a child that runs write and leaves; its pid."""
-        pid = os.fork()
-        if pid == 0:  # the child: write and leave without running anything else
-            code = 1
-            try:
-                write()
-                code = 0
-            finally:
-                os._exit(code)
+        """Fork a child that runs write and leaves (child.fork); its pid."""
+        pid = fork(self.server, write, "Background AOF rewrite")
         self.child_pid = pid
         self.started = time.monotonic()
         self.server.log.notice(f"Background append only file rewriting started by pid {pid}")

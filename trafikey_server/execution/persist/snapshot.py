@@ -16,14 +16,13 @@ write path.
 from __future__ import annotations
 
 import os
-import signal
 import time
 from typing import TYPE_CHECKING, Final
 
 from ...services.config import register_apply
 from ...services.limits import apply_maxmemory
 from . import rdb
-from .child import kill, reap
+from .child import fork, kill, reap
 from .oneoff import rewrite_child
 
 if TYPE_CHECKING:
@@ -136,29 +135,11 @@ class Snapshots:
         self.last_try = time.time()
         dirty = self.server.dirty
         try:
-            pid = os.fork()
+            pid = fork(self.server, lambda: self._write_file(os.getpid()), "Background save")
         except OSError as e:
             self.last_bgsave_ok = False
             self.server.log.warning(f"Can't save in background: fork: {e}")
             return False
-        if pid == 0:  # the child: write and leave, never back into the event loop
-            code = 1
-            try:
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-                    signal.signal(sig, signal.SIG_DFL)
-                try:
-                    signal.set_wakeup_fd(-1)
-                except ValueError:
-                    pass
-                self._write_file(os.getpid())
-                code = 0
-            except BaseException as e:  # the child reports through its exit code
-                try:
-                    os.write(2, f"Background save failed: {e}\n".encode())
-                except OSError:
-                    pass
-            finally:
-                os._exit(code)
         self.child_pid = pid
         self.child_started = time.time()
         self.child_dirty = dirty
