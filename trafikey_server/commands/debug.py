@@ -26,6 +26,7 @@ from ..execution.persist.rdb import RdbError, checksum_checked, install, parse
 from ..execution.persist.startup import reload_aof
 from ..keyspace.access import idle_ms
 from ..protocol.resp import OK, array, array_header, bulk, integer, status
+from ..services.config import ConfigError, parse_memory
 from ..services.config_rewrite import rewrite
 from ..util.errors import CommandError
 from ..util.parsing import parse_int
@@ -325,19 +326,18 @@ def _disable_deny_scripts(c: Client, argv: list[bytes]) -> bytes:
     return OK
 
 
-_UNITS: Final = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000**2, b"mb": 1024**2,
-                 b"g": 1000**3, b"gb": 1024**3}
-_MEMORY: Final = re.compile(rb"(\d+)([a-z]*)")
+_PACKED_MAX: Final = (1 << 32) - (1 << 20)  # quicklistSetPackedThreshold's bound
 
 
 def _packed_threshold(c: Client, argv: list[bytes]) -> bytes:
-    """QUICKLIST-PACKED-THRESHOLD size: a memory value from 1 byte to 4 GB
-    (0 restores the default of 1 GB)."""
-    m = _MEMORY.fullmatch(argv[2].lower())
-    unit = _UNITS.get(m.group(2)) if m else None
-    if m is None or unit is None or int(m.group(1)) * unit >= 1 << 32:
+    """QUICKLIST-PACKED-THRESHOLD size: a memory value (memtoull, as a config
+    file's) up to 4 GB less 1 MB; 0 restores the default of 1 GB."""
+    try:
+        size = parse_memory(argv[2].decode("utf-8", "surrogateescape"))
+    except ConfigError:
+        size = -1
+    if not 0 <= size <= _PACKED_MAX:
         raise CommandError(b"ERR argument must be a memory value bigger than 1 and smaller than 4gb")
-    size = int(m.group(1)) * unit
     c.server.switches.packed_threshold = size or 1 << 30
     return OK
 

@@ -28,7 +28,7 @@ from ..protocol.keyspecs import request_keys
 from ..util.glob import matcher
 from ..util.rand import rng
 from ..util.slots import keyslot
-from .limits import apply_maxmemory
+from .limits import MISCONF, NOREPLICAS, OOM, apply_maxmemory
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -49,20 +49,17 @@ REFUSING = frozenset((b"error", b"moved", b"ask", b"drop"))
 SHORTCUTS = {
     b"loading": b"LOADING Valkey is loading the dataset in memory",
     b"busy": b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-    b"oom": b"OOM command not allowed when used memory > 'maxmemory'.",
+    b"oom": OOM,
     b"readonly": b"READONLY You can't write against a read only replica.",
     b"masterdown": b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
     b"tryagain": b"TRYAGAIN Multiple keys request during rehashing of slot",
     b"clusterdown": b"CLUSTERDOWN The cluster is down",
     b"noscript": b"NOSCRIPT No matching script.",
-    b"noreplicas": b"NOREPLICAS Not enough good replicas to write.",
+    b"noreplicas": NOREPLICAS,
     b"noauth": b"NOAUTH Authentication required.",
     b"wrongtype": b"WRONGTYPE Operation against a key holding the wrong kind of value",
     b"busykey": b"BUSYKEY Target key name already exists.",
-    b"misconf": b"MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to "
-                b"disk. Commands that may modify the data set are disabled, because this instance is configured "
-                b"to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). "
-                b"Please check the Valkey logs for details about the RDB error.",
+    b"misconf": MISCONF,
 }
 
 

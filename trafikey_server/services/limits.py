@@ -72,6 +72,12 @@ class LimitsHost(MemoryLimitHost, Protocol):
 MAXCLIENTS = b"-ERR max number of clients reached\r\n"
 NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
 OOM = b"OOM command not allowed when used memory > 'maxmemory'."
+MISCONF = (
+    b"MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. "
+    b"Commands that may modify the data set are disabled, because this instance is configured to report "
+    b"errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the "
+    b"Valkey logs for details about the RDB error."
+)
 PROTECTED = (
     b"-DENIED Running in protected mode because protected mode is enabled and no password is set for the "
     b"default user. In this mode connections are only accepted from the loopback interface. If you want to "

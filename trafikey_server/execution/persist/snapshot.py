@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ...services.config import register_apply
-from ...services.limits import apply_maxmemory
+from ...services.limits import MISCONF, apply_maxmemory
+from . import manifest as mf
 from . import rdb
 from .child import fork, kill, reap
 from .oneoff import rewrite_child
@@ -260,14 +261,6 @@ class Snapshots:
         return False
 
 
-MISCONF_RDB: Final = (
-    b"MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. "
-    b"Commands that may modify the data set are disabled, because this instance is configured to report "
-    b"errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the "
-    b"Valkey logs for details about the RDB error."
-)
-
-
 def refresh_disk_error(server: PersistHost) -> None:
     """Valkey's writeCommandsDeniedByDiskError, kept on the server as
     ``disk_error`` (the MISCONF text, or None) for dispatch and scripts:
@@ -277,7 +270,7 @@ def refresh_disk_error(server: PersistHost) -> None:
     v = server.config.values
     err: bytes | None = None
     if v.get("stop-writes-on-bgsave-error", True) and server.snapshots.rules() and not server.snapshots.last_bgsave_ok:
-        err = MISCONF_RDB
+        err = MISCONF
     elif server.aof is not None and not server.aof.last_write_ok:
         err = b"MISCONF Errors writing to the AOF file: " + server.aof.last_write_error.encode()
     if err != server.disk_error:
@@ -292,10 +285,9 @@ def aof_present(server: PersistHost) -> bool:
     """Whether an append-only log exists where this configuration looks for
     one (a manifest in ``appenddirname`` or a single legacy file)."""
     v = server.config.values
-    d = v["dir"]
-    name = v.get("appendfilename", "appendonly.aof")
-    manifest = os.path.join(d, v.get("appenddirname", "appendonlydir"), name + ".manifest")
-    return os.path.exists(manifest) or os.path.exists(os.path.join(d, name))
+    dirname, name = mf.aof_paths(v)
+    manifest = os.path.join(dirname, name + mf.MANIFEST_SUFFIX)
+    return os.path.exists(manifest) or os.path.exists(os.path.join(v["dir"], name))
 
 
 def load_at_startup(server: PersistHost) -> bool:
