@@ -8,6 +8,7 @@ copy of each step keeps them starting servers the same way.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -24,17 +25,62 @@ def free_port() -> int:
 
 def wait_port(port: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 20.0) -> None:
     """Until the server ``proc`` started accepts on ``port``; an exit or the
-    timeout raises RuntimeError."""
+    timeout raises RuntimeError. A free port can be taken by another server
+    between the choice and the bind (suites run side by side), so on Linux
+    the listener must be ``proc``'s own, not merely answer."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+                pass
         except OSError:
             time.sleep(0.05)
+            continue
+        if listens(proc.pid, port) is not False:
+            return
+        time.sleep(0.05)
     raise RuntimeError(f"server on {port} did not start")
+
+
+def listens(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` (or a child of it) holds the TCP listener on
+    ``port``; None where /proc cannot tell."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    if not Path(f"/proc/{pid}").is_dir():
+        return None
+    pending, seen = [pid], set()
+    while pending:
+        p = pending.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            fds = list(Path(f"/proc/{p}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) in inodes:
+                    return True
+            except OSError:
+                pass
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                pending.extend(int(c) for c in task.read_text().split())
+            except OSError:
+                pass
+    return False
 
 
 def valkey_binary() -> str:
