@@ -489,6 +489,8 @@ class Server:
                     db.sweep_fields(now, 2000)
         self.snapshots.cron()
         rewrite_child(self).cron()
+        if self.scripting.debugging.children:
+            self.scripting.debugging.cron()
         if self.blocking.clients:
             self.blocking.expire()
         if self.tracking.clients:
@@ -532,6 +534,7 @@ class Server:
         the server running unless the option says force."""
         name = "sigterm" if self.shutdown_signal == signal.SIGTERM else "sigint"
         flags = self.config.values.get(f"shutdown-on-{name}", "default").split()
+        self.scripting.debugging.kill_all()
         if self.snapshots.shutdown_save("save" in flags, "nosave" in flags, "force" in flags):
             self.request_shutdown()
         else:

@@ -328,6 +328,17 @@ def test_client_list_of_a_tls_client(net: Endpoints) -> None:
     w.close()
 
 
+def test_script_debug_refused_over_tls(net: Endpoints) -> None:
+    """The debugger talks on the client's socket itself, which TLS does not
+    allow here (Valkey debugs over TLS too): refused, nothing turned on."""
+    w = dial(net, "tls")
+    for mode in ("YES", "SYNC"):
+        assert w.call("SCRIPT", "DEBUG", mode) == b"-ERR SCRIPT DEBUG is not supported on TLS connections\r\n"
+    assert w.call("SCRIPT", "DEBUG", "NO") == b"+OK\r\n"
+    assert w.call("EVAL", "return 1", "0") == b":1\r\n"
+    w.close()
+
+
 def _startup(*args: str) -> tuple[int, list[str]]:
     out = subprocess.run(trafikey_argv("--port", str(free_port()), *args), capture_output=True, text=True,
                          timeout=60, env=trafikey_env())

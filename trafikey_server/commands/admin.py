@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from ..execution.scripting.debugger import FORKED, SYNC
 from ..protocol.args import Args
 from ..protocol.resp import OK, array, bulk
 from ..util.errors import CommandError
@@ -206,16 +207,11 @@ def client_import_source(c: Client, argv: list[bytes]) -> bytes:
 
 # -- SCRIPT DEBUG ---------------------------------------------------------------------------
 
-_NO_DEBUGGER = (
-    b"ERR SCRIPT DEBUG YES/SYNC is not supported: this server has no Lua debugger, "
-    b"scripts always run to completion"
-)
-
-
 def script_debug(c: Client, argv: list[bytes]) -> bytes:
-    """NO (debugging off) is what this server always is; YES and SYNC would
-    need Valkey's Lua debugger, which is not here, so they are refused rather
-    than accepted and silently ignored by the next EVAL. Checks in Valkey's order."""
+    """Debugging for the client's next EVAL (scripting/debugger.py): YES in
+    a forked child, SYNC in the server itself, NO off. Checks in Valkey's
+    order. The debugger talks on the client's socket directly, which a TLS
+    connection does not allow here."""
     if len(argv) > 4:
         raise CommandError(b"ERR unknown subcommand or wrong number of arguments for 'DEBUG'. Try SCRIPT HELP.")
     if c.in_exec:  # inside EXEC the transaction's replies are pending, as in a pipeline
@@ -224,9 +220,13 @@ def script_debug(c: Client, argv: list[bytes]) -> bytes:
         raise CommandError(b"ERR No scripting engine found with name '%s' to enable debug" % argv[3])
     mode = argv[2].lower()
     if mode == b"no":
+        c.lua_debug = 0
         return OK
     if mode in (b"yes", b"sync"):
-        raise CommandError(_NO_DEBUGGER)
+        if c.fd < 0 or (c.transport is not None and c.transport.get_extra_info("sslcontext") is not None):
+            raise CommandError(b"ERR SCRIPT DEBUG is not supported on TLS connections")
+        c.lua_debug = SYNC if mode == b"sync" else FORKED
+        return OK
     raise CommandError(b"ERR Use SCRIPT DEBUG YES/SYNC/NO")
 
 

@@ -248,6 +248,7 @@ def shutdown(c: Client, argv: list[bytes]) -> bytes:
         if not c.server.abort_shutdown():
             raise CommandError(b"ERR No shutdown in progress.")
         return OK
+    c.server.scripting.debugging.kill_all()
     if not c.server.snapshots.shutdown_save(b"save" in opts, b"nosave" in opts, b"force" in opts):
         raise CommandError(b"ERR Errors trying to SHUTDOWN. Check logs.")
     c.server.request_shutdown()

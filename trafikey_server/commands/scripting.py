@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..execution.dispatch import busy_error
+from ..execution.scripting.debugger import debug_eval
 from ..execution.scripting.engine import COMPAT, FLAG_NAMES, NO_WRITES, Script, ScriptError
 from ..execution.scripting.library import FLAG_ORDER
 from ..protocol.args import cstr, error_text
@@ -23,6 +24,7 @@ from ..util.parsing import to_int
 from .dump import DUMP_VERSION, footer_ok
 
 if TYPE_CHECKING:
+    from ..execution.scripting.debugger import Session
     from ..services.client import Client
 
 NOSCRIPT = b"NOSCRIPT No matching script."
@@ -42,25 +44,32 @@ def _numkeys(argv: list[bytes], bad: bytes | None = None) -> int:
     return n
 
 
-def _run_script(c: Client, script: Script, argv: list[bytes], nkeys: int, ro: bool) -> bytes:
+def _run_script(c: Client, script: Script, argv: list[bytes], nkeys: int, ro: bool,
+                ldb: Session | None = None) -> bytes:
     engine = c.server.scripting
     flags = script.flags
     if ro and not flags & COMPAT and not flags & NO_WRITES:
         raise CommandError(_RO_WRITE)
     engine.touch(script)
-    return engine.execute(c, script.function, script.sha, True, flags, ro, argv, nkeys)
+    return engine.execute(c, script.function, script.sha, True, flags, ro, argv, nkeys, ldb)
 
 
 def _eval(c: Client, argv: list[bytes], ro: bool) -> bytes:
     if c.server.observer.monitors:  # before the commands it runs, as Valkey feeds it
         c.server.observer.feed(c, argv)
+    if c.lua_debug:  # SCRIPT DEBUG YES|SYNC: this EVAL is a debugging session
+        return debug_eval(c.server.scripting, c, argv[1], lambda ldb: _eval_script(c, argv, ro, ldb))
+    return _eval_script(c, argv, ro, None)
+
+
+def _eval_script(c: Client, argv: list[bytes], ro: bool, ldb: Session | None) -> bytes:
     nkeys = _numkeys(argv)
     engine = c.server.scripting
     try:
         script = engine.create(argv[1], loaded=False)
     except ScriptError as e:
         raise CommandError(e.msg) from None
-    return _run_script(c, script, argv, nkeys, ro)
+    return _run_script(c, script, argv, nkeys, ro, ldb)
 
 
 def _evalsha(c: Client, argv: list[bytes], ro: bool) -> bytes:
@@ -69,6 +78,8 @@ def _evalsha(c: Client, argv: list[bytes], ro: bool) -> bytes:
     sha = argv[1]
     if len(sha) != 40:
         raise CommandError(NOSCRIPT)  # before the key count, as Valkey checks
+    if c.lua_debug:
+        raise CommandError(b"ERR Please use EVAL instead of EVALSHA for debugging")
     nkeys = _numkeys(argv)
     script = c.server.scripting.scripts.get(sha.lower())
     if script is None:

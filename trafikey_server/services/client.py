@@ -46,7 +46,7 @@ class Client:
         "out", "acl", "unrestricted", "channels", "patterns", "shard_channels",
         "subscriptions", "pushed", "blocked",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
-        "readonly", "import_source", "capa_redirect", "fast_map", "fast_name", "fast_cmd",
+        "readonly", "import_source", "capa_redirect", "fast_map", "fast_name", "fast_cmd", "lua_debug",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -72,6 +72,8 @@ class Client:
         self.watch_dirty = False
         self.closing = False
         self.close_after_reply = False
+        # SCRIPT DEBUG: 0 off, else how the next EVAL is debugged (scripting/debugger.py).
+        self.lua_debug = 0
         self.addr = addr
         self.laddr = laddr
         self.fd = fd

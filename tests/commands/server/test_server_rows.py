@@ -191,7 +191,7 @@ def test_client_import_source(pair23: Pair) -> None:
     assert_empty_keyspace(pair23)
 
 
-# -- SCRIPT DEBUG: NO and every refusal as Valkey; YES/SYNC refused (no Lua debugger) -----------
+# -- SCRIPT DEBUG: every mode and refusal as Valkey (sessions: scripting/test_debugger.py) ---------
 
 def test_script_debug(pair23: Pair) -> None:
     pair23.check_all(("SCRIPT", "DEBUG", "NO"), ("SCRIPT", "DEBUG", "no", "LUA"), ("SCRIPT", "DEBUG", "x"),
@@ -203,14 +203,10 @@ def test_script_debug(pair23: Pair) -> None:
 
 
 @pytest.mark.parametrize("mode", ["YES", "sync"])
-def test_script_debug_on_is_refused(pair23: Pair, mode: str) -> None:
-    """Valkey answers OK and debugs the next EVAL; without a debugger this server refuses instead."""
-    v, t = pair23.both("SCRIPT", "DEBUG", mode)
-    assert v == b"+OK\r\n"
-    assert t == b"-ERR SCRIPT DEBUG YES/SYNC is not supported: this server has no Lua debugger, " \
-                b"scripts always run to completion\r\n"
-    pair23.v.call("SCRIPT", "DEBUG", "NO")
-    pair23.check("EVAL", "return 1", "0")
+def test_script_debug_on_and_off(pair23: Pair, mode: str) -> None:
+    """On, then off again before any EVAL: the next EVAL runs as usual."""
+    pair23.check_all(("SCRIPT", "DEBUG", mode), ("SCRIPT", "DEBUG", mode, "lua"), ("SCRIPT", "DEBUG", "NO"),
+                     ("EVAL", "return 1", "0"))
 
 
 # -- LATENCY GRAPH ------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import struct
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from lupa import lua51
 
@@ -36,12 +36,13 @@ from ...services.acl import CTX_LUA, error_text
 from ...services.client import Client
 from ...services.limits import NOREPLICAS, OOM
 from ...util import native, rand
-from ...util.errors import CommandError
+from ...util.errors import CommandError, wrong_args
 from ...util.floats import format_double
 from ...util.slots import keyslot
 from ...util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
-from ..dispatch import call
+from ..dispatch import call, unknown_command
 from . import lualib
+from .debugger import Debugging
 
 if TYPE_CHECKING:
     from ...protocol.table import Command, Table
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from ...util.log import Log
     from ..persist.aof import Aof
     from .busy import Busy
+    from .debugger import Session
     from .library import Libraries
 
 
@@ -72,6 +74,8 @@ class EngineHost(Protocol):
     slot_checks: bool
     switches: Switches
     table: Table
+    total_forks: int
+    latest_fork_usec: int
 
     def count_error(self, msg: bytes) -> None: ...
     def internal_client(self) -> Client: ...
@@ -96,6 +100,11 @@ HOOK_EVERY: Final = 100_000  # Lua instructions between two looks at the clock, 
 EVAL_CACHE: Final = 500  # scripts created by EVAL that are kept (SCRIPT LOAD ones always are)
 
 _LL_MAX: Final = 2**63
+
+# Refusals of a script's command, in Valkey's words.
+UNKNOWN_FROM_SCRIPT: Final = b"ERR Unknown command called from script"
+ARGS_FROM_SCRIPT: Final = b"ERR Wrong number of args calling command from script"
+NOT_FROM_SCRIPT: Final = b"ERR This Valkey command is not allowed from script"
 
 
 class ApiFunction:
@@ -128,6 +137,17 @@ class Raise(Exception):
         self.from_command = from_command
 
 
+class LdbLua(NamedTuple):
+    """The debugger's helpers in prelude.lua: what needs the Lua stack."""
+
+    attach: Any  # attach(session or nil): the session the next runs are stepped by
+    print: Any  # print(name) -> the value shown, or nil
+    print_all: Any  # print_all() -> {"name = value", ...} of the current frame
+    trace: Any  # trace() -> {{function name, line}, ...}, innermost first
+    eval: Any  # eval(code) -> ok, value shown or error
+    call: Any  # call(...) -> server.call(...), its error caught
+
+
 class ScriptError(Exception):
     """A script that cannot be created; ``msg`` is the error reply's text."""
 
@@ -151,7 +171,7 @@ class Run:
     """What is known about the script that is running right now."""
 
     __slots__ = ("caller", "argv", "name", "eval_mode", "read_only", "allow_cross_slot", "dirty", "killed", "start",
-                 "timed_out", "slot", "shutdown", "acl", "allow_oom")
+                 "timed_out", "slot", "shutdown", "acl", "allow_oom", "ldb")
 
     def __init__(self, caller: Client, argv: list[bytes], name: bytes, eval_mode: bool, read_only: bool,
                  cross_slot: bool) -> None:
@@ -170,6 +190,7 @@ class Run:
         # The caller's user when its commands must be checked (acl.User), else None.
         self.acl = None if caller.acl.unrestricted else caller.acl
         self.allow_oom = False
+        self.ldb: Session | None = None  # the debugging session this run is stepped through
 
 
 def _version_num(v: str) -> int:
@@ -302,6 +323,7 @@ class Engine:
         lualib.install(self.lua)
         self.client = server.internal_client()
         self.client.in_script = True
+        self.debugging = Debugging(server.log)
         self.run: Run | None = None
         self.scripts: dict[bytes, Script] = {}
         self.evicted = 0
@@ -348,6 +370,9 @@ class Engine:
         self._load_library = fns[b"load_library"]
         self._argmsg = fns[b"argmsg"]
         self._errmsg = fns[b"errmsg"]
+        ldb = fns[b"ldb"]
+        self.ldb_lua = LdbLua(ldb[b"attach"], ldb[b"print"], ldb[b"print_all"], ldb[b"trace"], ldb[b"eval"],
+                              ldb[b"call"])
         global _ARRAY, _HASHED
         _ARRAY = fns[b"array"]
         _HASHED = fns[b"hashed"]
@@ -423,6 +448,9 @@ class Engine:
         run = self.run
         if run is None:
             return 3, b"ERR server.call can only be used inside a script"
+        ldb = run.ldb
+        if ldb is not None and not ldb.in_call:
+            return ldb.call(self.run_argv, argv)  # logged while stepping
         if isinstance(argv, bytes):
             return 3, argv
         cmd = self.server.table.fast.get(argv[0])
@@ -432,12 +460,12 @@ class Engine:
             except CommandError as e:
                 return self._refuse(None, e.msg)
             if cmd is None:
-                return self._refuse(None, b"ERR Unknown command called from script")
+                return self._refuse(None, UNKNOWN_FROM_SCRIPT)
         a = cmd.arity
         if (len(argv) != a) if a > 0 else (len(argv) < -a):
-            return self._refuse(cmd, b"ERR Wrong number of args calling command from script")
+            return self._refuse(cmd, ARGS_FROM_SCRIPT)
         if cmd.noscript and not self.server.switches.scripts_unrestricted:
-            return self._refuse(cmd, b"ERR This Valkey command is not allowed from script")
+            return self._refuse(cmd, NOT_FROM_SCRIPT)
         if run.acl is not None:
             reason, pos = run.acl.denial(cmd, argv)
             if reason:
@@ -521,6 +549,24 @@ class Engine:
                 raise CommandError(b"ERR unknown subcommand '%s'. Try %s HELP." % (sub_name, cmd.bname.upper()))
             return sub
         return cmd
+
+    def refusal_reply(self, argv: list[bytes], msg: bytes) -> bytes | None:
+        """What a client would have been answered where a script's command
+        was refused with msg, for the debugger's log; None where Valkey logs
+        the refusal alone."""
+        if msg == UNKNOWN_FROM_SCRIPT:
+            return unknown_command(argv).msg
+        try:
+            cmd = self._lookup(argv)
+        except CommandError:
+            return None
+        if cmd is None:
+            return None
+        if msg == ARGS_FROM_SCRIPT:
+            return wrong_args(cmd.full_name).msg
+        if msg == NOT_FROM_SCRIPT:
+            return b"ERR command '%s' is not allowed on script mode" % cmd.full_name.encode()
+        return None
 
     def _slot_error(self, run: Run, cmd: Command, argv: list[bytes]) -> bytes | None:
         """Valkey Cluster's checks on a script's command: its own keys share
@@ -735,9 +781,11 @@ class Engine:
         caller.tot_cmds += 1
 
     def execute(self, caller: Client, function: Any, name: bytes, eval_mode: bool, flags: int, ro: bool,
-                argv: list[bytes], nkeys: int) -> bytes:
+                argv: list[bytes], nkeys: int, ldb: Session | None = None) -> bytes:
         """Run a script (EVAL) or a function (FCALL) for the caller, whose
-        request is argv; the reply, encoded."""
+        request is argv; the reply, encoded. With ``ldb`` the script runs
+        stepped by that debugging session, and no busy check runs: the
+        debugger notices a runaway script itself."""
         read_only = ro or (not flags & COMPAT and bool(flags & NO_WRITES))
         cross = bool(flags & (COMPAT | ALLOW_CROSS_SLOT))
         run = Run(caller, argv, name, eval_mode, read_only, cross)
@@ -751,6 +799,10 @@ class Engine:
         c.acl = caller.acl
         self.run = run
         threshold = self.server.config.values.get("busy-reply-threshold", 5000)
+        if ldb is not None:
+            run.ldb = ldb
+            threshold = 0
+            self.ldb_lua.attach(ldb)
         # Time stands still while a script runs: TIME and key expiry see the
         # moment it started (Valkey's command time snapshot).
         clock = self.server.clock
@@ -764,6 +816,8 @@ class Engine:
             reply, errors, failed = self._run(function, name, not eval_mode, caller.resp,
                                               HOOK_EVERY if threshold > 0 else 0, nkeys, *argv[3:])
         finally:
+            if ldb is not None:
+                self.ldb_lua.attach(None)
             if aof is not None:
                 aof.end()
             if snapshot is not None and clock.frozen_ms == snapshot:

@@ -545,10 +545,63 @@ end
 api.replicate_commands = function()
     return true
 end
+
+-- The Lua debugger (SCRIPT DEBUG) --------------------------------------------------------
+-- The session (debugger.Session, Python) holds the debugger's state, its
+-- socket and its commands; what needs the Lua stack is here. While one runs,
+-- ldb_session is it, and a line hook stops the script where it says.
+local ldb_session = nil
+
+-- A value as the debugger shows it (Valkey 9.1.2's): strings as they are,
+-- numbers as %g, tables as {a; b; } when they read as arrays and
+-- {[k]=v; } otherwise, at most 10 deep.
+local function ldb_repr(v, level)
+    if level == 10 then
+        return "<max recursion level reached! Nested table?>"
+    end
+    level = level + 1
+    local t = type(v)
+    if t == "string" then
+        return v
+    elseif t == "boolean" then
+        return v and "true" or "false"
+    elseif t == "number" then
+        return format("%g", v)
+    elseif t == "nil" then
+        return "nil"
+    elseif t == "table" then
+        local expected, is_array, as_array, as_map = 1, true, {}, {}
+        for k, val in next, v do
+            if is_array and (type(k) ~= "number" or k ~= expected) then
+                is_array = false
+            end
+            as_array[expected] = ldb_repr(val, level) .. "; "
+            as_map[expected] = "[" .. ldb_repr(k, level) .. "]=" .. ldb_repr(val, level) .. "; "
+            expected = expected + 1
+        end
+        return "{" .. concat(is_array and as_array or as_map) .. "}"
+    end
+    local name = t == "function" and "function" or t == "thread" and "thread" or "userdata"
+    local address = string.match(tostring(v), "0x%x+") or "0x0"
+    return ' "' .. name .. "@" .. address .. '"'
+end
+
 api.breakpoint = function()
+    if ldb_session then
+        ldb_session.luabp = true
+        return true
+    end
     return false
 end
-api.debug = function() end
+api.debug = function(...)
+    if ldb_session then
+        local parts = {}
+        for i = 1, select("#", ...) do
+            parts[i] = ldb_repr((select(i, ...)), 0)
+        end
+        ldb_session.debug(concat(parts, ", "))
+    end
+end
 
 local api_proxy = protect(api)
 rawset(G, "server", api_proxy)
@@ -793,6 +846,115 @@ local function hook()
     end
 end
 
+-- The debugger's line hook (Valkey's luaLdbLineHook): every line of the
+-- script, and every 100000 instructions to notice a runaway loop. The
+-- session answers an error to raise (abort, a broken request) or nil.
+local USER_SCRIPT = "@user_script"
+local function ldb_hook(event)
+    local i = dbg.getinfo(2, "Sl")
+    if not i or i.source ~= USER_SCRIPT then
+        return
+    end
+    local err = ldb_session.line(i.currentline, event == "count")
+    if err then
+        error({err = err})
+    end
+end
+
+-- The user's frames, innermost first, as levels of the caller of this
+-- function's caller: the frames of our own code are not the user's.
+local function ldb_levels()
+    local levels, level = {}, 3
+    while true do
+        local i = dbg.getinfo(level, "S")
+        if not i then
+            return levels
+        end
+        if i.source == USER_SCRIPT then
+            levels[#levels + 1] = level - 1
+        end
+        level = level + 1
+    end
+end
+
+-- "print <name>": the value of the innermost local called name, or of
+-- KEYS or ARGV; nil when there is none.
+local function ldb_print(name)
+    for _, level in ipairs(ldb_levels()) do
+        local j = 1
+        while true do
+            local n, v = dbg.getlocal(level, j)
+            if n == nil then
+                break
+            end
+            if n == name then
+                return ldb_repr(v, 0)
+            end
+            j = j + 1
+        end
+    end
+    if name == "KEYS" or name == "ARGV" then
+        return ldb_repr(rawget(G, name), 0)
+    end
+    return nil
+end
+
+-- "print": "name = value" for every local of the current frame.
+local function ldb_print_all()
+    local out, level = {}, ldb_levels()[1]
+    if level then
+        local j = 1
+        while true do
+            local n, v = dbg.getlocal(level, j)
+            if n == nil then
+                break
+            end
+            if not string.find(n, "(*temporary)", 1, true) then
+                out[#out + 1] = n .. " = " .. ldb_repr(v, 0)
+            end
+            j = j + 1
+        end
+    end
+    return out
+end
+
+-- "trace": {name, line} of each of the user's frames, innermost first.
+local function ldb_trace()
+    local out = {}
+    for _, level in ipairs(ldb_levels()) do
+        local i = dbg.getinfo(level, "nl")
+        out[#out + 1] = {i.name or "top level", i.currentline}
+    end
+    return out
+end
+
+-- "eval <code>": run as an expression, else as a statement, in a frame of
+-- its own with the script's globals. Answers whether it ran, the value or
+-- the error, and whether it compiled.
+local function ldb_eval(code)
+    local f = loadstring("return " .. code, "@ldb_eval")
+    if not f then
+        local err
+        f, err = loadstring(code, "@ldb_eval")
+        if not f then
+            return false, tostring(err), false
+        end
+    end
+    setfenv(f, env)
+    local ok, v = pcall(f)
+    if not ok then
+        v = unwrap(v)
+        return false, is_text(v) and tostring(v) or "(null)", true
+    end
+    return true, ldb_repr(v, 0), true
+end
+
+-- "server <cmd> ...": the command as server.call runs it; the session logs
+-- it and its reply.
+local function ldb_call(...)
+    pcall(api.call, ...)
+end
+
 -- A function called by FCALL, with its KEYS and ARGV.
 local fcall_f, fcall_keys, fcall_args
 local function fcall_entry()
@@ -825,7 +987,9 @@ local function run(f, name, fcall, resp, hook_every, nkeys, ...)
         rawset(G, "KEYS", keys)
         rawset(G, "ARGV", args)
     end
-    if hook_every > 0 then
+    if ldb_session then
+        dbg.sethook(ldb_hook, "l", 100000)
+    elseif hook_every > 0 then
         dbg.sethook(hook, "", hook_every)
     end
     local ok, result
@@ -836,7 +1000,7 @@ local function run(f, name, fcall, resp, hook_every, nkeys, ...)
     else
         ok, result = xpcall(f, err_handler)
     end
-    if hook_every > 0 then
+    if hook_every > 0 or ldb_session then
         dbg.sethook()
     end
     local null = resp == 2 and "$-1\r\n" or "_\r\n"
@@ -958,7 +1122,14 @@ local function hashed(...)
     return build({...})
 end
 
+-- The session the next runs are debugged by (nil: none).
+local function ldb_attach(session)
+    ldb_session = session
+end
+
 return {
     run = run, compile = compile, load_library = load_library,
     argmsg = argmsg, errmsg = errmsg, array = array, hashed = hashed,
+    ldb = {attach = ldb_attach, print = ldb_print, print_all = ldb_print_all, trace = ldb_trace,
+           eval = ldb_eval, call = ldb_call},
 }
