@@ -27,3 +27,19 @@ def test_redis_benchmark_completes(trafikey_server) -> None:  # type: ignore[no-
         names = {row.split(",")[0].strip('"') for row in rows}
         assert {"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "HSET", "ZADD"} <= names, out.stdout
         assert "error" not in out.stderr.lower(), out.stderr
+
+
+def test_redis_cli_ldb_matches_valkey(trafikey_server, valkey_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """redis-cli --ldb (a forked session, changes rolled back) and
+    --ldb-sync-mode (changes kept) print the same session from both."""
+    script = tmp_path / "debugged.lua"
+    script.write_text("local a = 1\nredis.call('set', KEYS[1], a)\nreturn redis.call('incr', KEYS[1])\n")
+    steps = "s\np\ns\nr get ldb:key\nhelp\nc\n"
+    for mode in ("--ldb", "--ldb-sync-mode"):
+        outs = [cli(p, mode, "--eval", str(script), "ldb:key", stdin=steps)
+                for p in (trafikey_server.port, valkey_server.port)]
+        assert outs[0] == outs[1]
+        assert ("rolled back" in outs[0]) == (mode == "--ldb")
+    assert cli(trafikey_server.port, "GET", "ldb:key") == cli(valkey_server.port, "GET", "ldb:key") == "2\n"
+    cli(trafikey_server.port, "DEL", "ldb:key")
+    cli(valkey_server.port, "DEL", "ldb:key")
