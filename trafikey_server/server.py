@@ -115,6 +115,9 @@ class Server:
         self.switches = Switches()
         # A SIGTERM / SIGINT noted, for the next cron tick (Valkey's shutdown_asap).
         self.shutdown_asap = False
+        # A transaction's commands are running (Valkey's server.in_exec):
+        # what would fork now (the log turned on) waits for the cron.
+        self.in_exec = False
         self.shutdown_signal = 0
         # The crash report and SIGALRM's stacks (crash.py), installed by serve_forever.
         self.crash = Crash(self)

@@ -58,7 +58,7 @@ class Proc:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
-        os.unlink(self.log.name)
+        Path(self.log.name).unlink(missing_ok=True)  # stopping twice is stopping once
 
 
 def start_valkey(*extra: str) -> Proc:

@@ -67,7 +67,7 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
     c.unwatch()
     header = array_header(len(queued))
     replies = [header]
-    c.in_exec = True
+    c.in_exec = c.server.in_exec = True
     c.exec_argv, c.exec_queue, c.exec_out = argv, queued, replies
     aof = c.server.aof
     if aof is not None:
@@ -85,7 +85,7 @@ def exec(c: Client, argv: list[bytes]) -> bytes:
     finally:
         if aof is not None:
             aof.end()
-        c.in_exec = False
+        c.in_exec = c.server.in_exec = False
         c.exec_argv, c.exec_queue, c.exec_out = None, [], []
     return b"".join(replies)
 

@@ -340,6 +340,49 @@ def listpack_entries(blob: bytes) -> list[bytes]:
     return out
 
 
+def zipmap_entries(blob: bytes) -> list[bytes]:
+    """The fields and values, in turn, of a zipmap (hashes in files from
+    Redis before 2.6): a count byte, then each field and value as a length
+    (one byte below 254, else 254 and four bytes) and its bytes, a value
+    followed by its unused bytes; 255 ends it."""
+    n = len(blob)
+
+    def length(p: int) -> tuple[int, int]:
+        if p >= n:
+            raise RdbError("zipmap ends without its terminator")
+        b = blob[p]
+        if b < 254:
+            return b, p + 1
+        if b == 254:
+            if p + 5 > n:
+                raise RdbError("zipmap length runs past its end")
+            return int.from_bytes(blob[p + 1:p + 5], "little"), p + 5
+        return -1, p + 1
+
+    out: list[bytes] = []
+    p = 1
+    while True:
+        klen, p = length(p)
+        if klen < 0:
+            break
+        if p + klen > n:
+            raise RdbError("zipmap field runs past its end")
+        field = blob[p:p + klen]
+        vlen, p = length(p + klen)
+        if vlen < 0 or p >= n:
+            raise RdbError("zipmap field without a value")
+        free = blob[p]
+        p += 1
+        if p + vlen + free > n:
+            raise RdbError("zipmap value runs past its end")
+        out.append(field)
+        out.append(blob[p:p + vlen])
+        p += vlen + free
+    if p != n:
+        raise RdbError("zipmap has bytes after its terminator")
+    return out
+
+
 def ziplist_entries(blob: bytes) -> list[bytes]:
     """The entries of a ziplist (files from Redis before 7)."""
     if len(blob) < 11 or blob[-1] != 0xFF:

@@ -415,6 +415,7 @@ def _apply_limits(server: SettingsHost, value: int) -> None:
 
 
 _apply_appendonly = _registered("appendonly")
+_apply_auto_gc = _registered("aof-disable-auto-gc")
 _apply_maxmemory = _registered("maxmemory")
 _apply_policy = _registered("maxmemory-policy")
 _apply_min_replicas = _registered("min-replicas")
@@ -823,7 +824,7 @@ def _options() -> list[Option]:
     N("cluster-ping-interval", 0, 0, INT64_MAX, hidden=True),
     B("enable-debug-assert", False, mutable=False, hidden=True),
     S("debug-context", "", hidden=True),
-    B("aof-disable-auto-gc", False, hidden=True),
+    B("aof-disable-auto-gc", False, hidden=True, apply=_apply_auto_gc),
     B("lua-enable-insecure-api", False, protected=True, hidden=True),
     # This server's own options (not Valkey's).
     S("emq-brand", "echomq:6.0.0", mutable=False),

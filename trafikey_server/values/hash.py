@@ -21,11 +21,13 @@ from ..protocol.rdbformat import (
     T_HASH_2,
     T_HASH_LISTPACK,
     T_HASH_ZIPLIST,
+    T_HASH_ZIPMAP,
     encode_len,
     encode_string,
     listpack_entries,
     pairs,
     ziplist_entries,
+    zipmap_entries,
 )
 from .listpack import blob, enc_str
 from .record import ITEMS_PER_CMD, ValueHost, ValueType, alloc_size, sds_size
@@ -204,6 +206,10 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
         if h is not None and ttls:
             h.ttl = ttls
         return h
+    if t == T_HASH_ZIPMAP:
+        # Valkey converts a zipmap by its count and its longest field or value.
+        hp = pairs(zipmap_entries(r.string()), "hash", key)
+        return _make(hp, len(hp) > entries or any(len(f) > value or len(v) > value for f, v in hp))
     items = (listpack_entries if t == T_HASH_LISTPACK else ziplist_entries)(r.string())
     hp = pairs(items, "hash", key)
     return _make(hp, len(hp) > entries)
@@ -233,7 +239,7 @@ HASH: Final = ValueType(
     memory=_memory,
     digest=_digest,
     rdb_save=_rdb_save,
-    rdb_types=(T_HASH, T_HASH_2, T_HASH_LISTPACK, T_HASH_ZIPLIST),
+    rdb_types=(T_HASH, T_HASH_2, T_HASH_LISTPACK, T_HASH_ZIPLIST, T_HASH_ZIPMAP),
     rdb_load=_rdb_load,
     aof_rewrite=_aof_rewrite,
     listpack_limits=("hash_limits", "hash-max-listpack-entries", "hash-max-listpack-value"),

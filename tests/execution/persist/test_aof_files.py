@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 import redis
-from helpers.aof_util import aof_dir, aof_server, keyspace, manifest_copy, run_trafikey, run_valkey, valkey_on
+from helpers.aof_util import (
+    aof_dir,
+    aof_server,
+    keyspace,
+    manifest_copy,
+    run_trafikey,
+    run_valkey,
+    valkey_on,
+    wait_loaded,
+)
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -241,3 +250,44 @@ def test_a_manifest_valkey_refuses_stops_start_up_here(case: str) -> None:
         assert "Ready to accept" not in res.stdout
         outputs.append("Reading the manifest file, at line" in res.stdout)
     assert outputs[0] == outputs[1]
+
+
+_OLD_AOF = b"".join(b"*3\r\n$3\r\nSET\r\n$2\r\n%s\r\n$2\r\n%s\r\n" % (k, v)
+                    for k, v in ((b"k1", b"v1"), (b"k2", b"v2"), (b"k3", b"v3")))
+
+
+@pytest.mark.parametrize("layout", ["no directory", "empty manifest", "cut short before the move",
+                                    "file in both places"])
+def test_old_single_file_aof_is_moved_into_the_directory(layout: str) -> None:
+    """A log of the layout before the directory (``dir/appendonly.aof``)
+    becomes the directory's base as Valkey moves it: with no directory, an
+    empty manifest, or a manifest naming it whose move was cut short; left
+    alone where the directory has its own copy. Loaded keys, files, the
+    manifest and the log line as valkey-server 9.1.2's."""
+    seen = []
+    for start in (valkey_on, aof_server):
+        d = tempfile.mkdtemp(prefix="aof-old-")
+        (Path(d) / "appendonly.aof").write_bytes(_OLD_AOF)
+        if layout != "no directory":
+            aof_dir(d).mkdir()
+            (aof_dir(d) / "appendonly.aof.manifest").write_text(
+                "" if layout == "empty manifest" else "file appendonly.aof seq 1 type b\n")
+        if layout == "file in both places":
+            (aof_dir(d) / "appendonly.aof").write_bytes(_OLD_AOF.replace(b"$2\r\nv", b"$2\r\nw"))
+        if layout == "empty manifest":
+            # Valkey refuses an empty manifest before it looks at the old file.
+            res = (run_valkey if start is valkey_on else run_trafikey)(d)
+            seen.append((res.returncode != 0, "Found an empty AOF manifest" in res.stdout))
+            continue
+        srv = start(d, "--appendonly", "yes", "--aof-use-rdb-preamble", "no") if start is valkey_on else \
+            start(d, "--aof-use-rdb-preamble", "no")
+        try:
+            wait_loaded(srv.port)
+            loaded = keyspace(srv.port, (b"{emq}:version",))
+            out = srv.wait_output("Ready to accept")
+        finally:
+            srv.stop()
+        moved = [line.split(" * ", 1)[1] for line in out.splitlines() if "migrated an old-style" in line]
+        seen.append((loaded, moved, (Path(d) / "appendonly.aof").exists(), sorted(p.name for p in aof_dir(d).iterdir()),
+                     (aof_dir(d) / "appendonly.aof.manifest").read_text()))
+    assert seen[0] == seen[1]

@@ -78,6 +78,10 @@ class Aof:
         self.rewriter = Rewriter(self)
         # The second of the last #TS annotation (aof-timestamp-enabled).
         self.stamped = 0
+        # Turned on at run time, until the first rewrite puts the base in
+        # (Valkey's AOF_WAIT_REWRITE): records go to a temporary incremental
+        # file while that rewrite's child runs, and nowhere before it starts.
+        self.waiting = False
 
     # -- opening ---------------------------------------------------------------------
 
@@ -104,15 +108,57 @@ class Aof:
             log.notice(f"Creating AOF incr file {part.name} on server start")
         self.fd = os.open(os.path.join(self.dirname, part.name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         mf.store(manifest, self.dirname, self.filename)
-        for h in manifest.history:
-            self._unlink(h.name)
-        manifest.history.clear()
+        mf.collect_history(manifest, self.dirname, self.filename, self.server.config.values, log)
         self.current_size = self._sizes()
         self.base_size = self.current_size - os.fstat(self.fd).st_size
         self.selected = -1
         if self.policy == "everysec":
             self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
             self.thread.start()
+
+    def open_waiting(self, manifest: mf.Manifest) -> None:
+        """Start logging at run time (CONFIG SET appendonly yes): the files
+        on disk stay as they are until the first rewrite's base is in; the
+        rewriter opens the temporary incremental file when its child starts."""
+        os.makedirs(self.dirname, exist_ok=True)
+        self.manifest = manifest
+        self.waiting = True
+        self.fd = -1
+        self.selected = -1
+        if self.policy == "everysec":
+            self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
+            self.thread.start()
+
+    def temp_incr_path(self) -> str:
+        return os.path.join(self.dirname, mf.TEMP_PREFIX + self.filename + ".incr")
+
+    def open_temp_incr(self) -> None:
+        """A rewrite child starts while waiting: what is logged from now on
+        goes to the temporary incremental file (what came before is in the
+        child's snapshot)."""
+        self.flush()
+        fd = os.open(self.temp_incr_path(), os.O_WRONLY | os.O_TRUNC | os.O_CREAT | os.O_APPEND, 0o644)
+        self.server.log.notice(f"Creating AOF incr file {mf.TEMP_PREFIX}{self.filename}.incr on background rewrite")
+        with self.lock:
+            old, self.fd = self.fd, fd
+            if old >= 0:
+                os.close(old)
+        self.selected = -1
+
+    def drop_temp_incr(self) -> None:
+        """The waiting rewrite failed or stopped: its temporary file goes,
+        and records go nowhere until the next one starts."""
+        self.buf = []
+        with self.lock:
+            old, self.fd = self.fd, -1
+            if old >= 0:
+                os.close(old)
+        try:
+            os.unlink(self.temp_incr_path())
+        except OSError:
+            pass
+        if self.held:
+            self._release()
 
     def _sizes(self) -> int:
         total = 0
@@ -279,6 +325,10 @@ class Aof:
                     # valkey-check-aof --truncate-to-timestamp cuts at.
                     self.stamped = now
                     data = b"#TS:%d\r\n" % now + data
+            if self.fd < 0:  # waiting, no rewrite running: the next base will hold it
+                if self.held:
+                    self._release()
+                return
             self._write(data)
             if fsync is None:
                 fsync = self.policy == "always"
@@ -383,7 +433,13 @@ class Aof:
     # -- shutdown ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush and fsync everything logged, then stop (SHUTDOWN, SIGTERM)."""
+        """Flush and fsync everything logged, then stop (SHUTDOWN, SIGTERM,
+        the log turned off)."""
+        self.stop.set()
+        if self.waiting:
+            self.rewriter.kill()
+            self.drop_temp_incr()
+            return
         if self.fd < 0:
             return
         self.rewriter.kill()

@@ -41,8 +41,10 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> bytes:
 
 
 def apply_appendonly(server: PersistHost, value: bool) -> None:
-    """CONFIG SET appendonly: on starts the log with a rewrite of the
-    keyspace (the new base), off flushes and closes it."""
+    """CONFIG SET appendonly: on, the log waits for a rewrite child to write
+    its first base (Valkey's startAppendOnly and AOF_WAIT_REWRITE: started
+    now, or behind another child or the running transaction), the files on
+    disk untouched until then; off, it is flushed and closed."""
     if server.loop is None:
         return  # before start-up the option is only read
     if not value:
@@ -50,17 +52,49 @@ def apply_appendonly(server: PersistHost, value: bool) -> None:
         return
     if server.aof is not None:
         return
-    server.oneoff.kill()  # a rewrite made with the log off is replaced by the log's own base
-    server.oneoff.scheduled = False
+    log = server.log
     aof = Aof(server)
-    old = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX))
-    fresh = mf.Manifest()
-    if old is not None:
-        # What an earlier run left is history once the new base is in.
-        fresh.base_seq, fresh.incr_seq = old.base_seq, old.incr_seq
-        fresh.history = old.parts() + old.history
-    # The new base is the keyspace now, written before the log opens.
-    start_logging(server, aof, fresh)
+    manifest = mf.load(os.path.join(aof.dirname, aof.filename + mf.MANIFEST_SUFFIX)) or mf.Manifest()
+    start_logging(server, aof, manifest, waiting=True)
+    if server.snapshots.child_pid:
+        aof.rewriter.scheduled = True
+        log.notice("AOF was enabled but there is already another background operation. An AOF background was "
+                   "scheduled to start when possible.")
+        return
+    if server.in_exec:
+        aof.rewriter.scheduled = True
+        log.notice("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.")
+        return
+    if server.oneoff.child_pid:
+        log.notice("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF "
+                   "and starting a rewrite now.")
+    server.oneoff.kill()  # a rewrite made with the log off is replaced by the log's own
+    server.oneoff.scheduled = False
+    try:
+        aof.rewriter.start()
+    except OSError:
+        stop_logging(server)
+        log.warning("The server needs to enable the AOF but can't trigger a background AOF rewrite operation. "
+                    "Check the above logs for more info about the error.")
+        raise
+
+
+def apply_auto_gc(server: PersistHost, disabled: bool) -> None:
+    """CONFIG SET aof-disable-auto-gc no: the history kept so far goes now."""
+    if disabled or server.loop is None:
+        return
+    cfg = server.config.values
+    aof = server.aof
+    if aof is not None:
+        mf.collect_history(aof.manifest, aof.dirname, aof.filename, cfg, server.log)
+        return
+    dirname, filename = mf.aof_paths(cfg)
+    try:
+        m = mf.load(os.path.join(dirname, filename + mf.MANIFEST_SUFFIX))
+    except mf.ManifestError:
+        return
+    if m is not None:
+        mf.collect_history(m, dirname, filename, cfg, server.log)
 
 
 def aof_fields(s: PersistHost) -> list[tuple[str, int | str]]:
@@ -85,3 +119,4 @@ def aof_size_fields(s: PersistHost) -> list[tuple[str, int | str]]:
 
 
 register_apply("appendonly", apply_appendonly)
+register_apply("aof-disable-auto-gc", apply_auto_gc)

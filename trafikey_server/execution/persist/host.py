@@ -39,6 +39,7 @@ class PersistHost(ValueHost, MemoryLimitHost, ForkHost, Protocol):
     dbs: list[Db]
     dirty: int
     loading: bool
+    in_exec: bool
     log: Log
     loop: asyncio.AbstractEventLoop | None
     oneoff: OneOffRewrite

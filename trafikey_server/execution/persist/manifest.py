@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from ...services.observe import quote
 from ..scripting.engine import split_args
 
 MANIFEST_SUFFIX = ".manifest"
@@ -70,6 +71,20 @@ class Manifest:
         self.base_seq += 1
         return Part(f"{filename}.{self.base_seq}.base.{'rdb' if rdb else 'aof'}", self.base_seq, "b")
 
+    def retire_base(self) -> None:
+        """The base becomes the newest history (a rewrite replaces it)."""
+        if self.base is not None:
+            self.history.insert(0, Part(self.base.name, self.base.seq, "h"))
+            self.base = None
+
+    def retire_incrs(self, keep_last: bool) -> None:
+        """The incremental files a rewrite covered become history, oldest
+        first, ahead of the older history (Valkey's order); ``keep_last``
+        keeps the one the log writes now."""
+        gone = self.incrs[:-1] if keep_last else self.incrs
+        self.incrs = self.incrs[-1:] if keep_last else []
+        self.history[:0] = [Part(p.name, p.seq, "h") for p in gone]
+
     def render(self) -> bytes:
         out = []
         # A history entry is type h whatever it was (a base or an
@@ -82,19 +97,12 @@ class Manifest:
 
 
 def _repr(name: str) -> bytes:
+    """A file name as Valkey writes it: bare, or quoted by sdscatrepr when
+    sdsneedsrepr says so (a blank, a quote, a backslash, an unprintable byte)."""
     raw = name.encode()
-    if all(33 <= b < 127 and b not in b"\"'\\" for b in raw):
+    if all(33 <= b < 127 and b not in b"\"\\" for b in raw):
         return raw
-    out = [b'"']
-    for b in raw:
-        if b in b'"\\':
-            out.append(b"\\" + bytes([b]))
-        elif 32 <= b < 127:
-            out.append(bytes([b]))
-        else:
-            out.append(b"\\x%02x" % b)
-    out.append(b'"')
-    return b"".join(out)
+    return quote(raw)
 
 
 # Valkey reads a manifest line into a buffer of this many bytes.
@@ -201,6 +209,25 @@ def store(m: Manifest, dirname: str, filename: str) -> None:
         os.close(fd)
     os.replace(temp, final)
     fsync_dir(dirname)
+
+
+class Notices(Protocol):
+    def notice(self, msg: str) -> None: ...
+
+
+def collect_history(m: Manifest, dirname: str, filename: str, cfg: dict[str, Any], log: Notices) -> None:
+    """Delete the history files and store the manifest without them, as
+    Valkey's aofDelHistoryFiles, unless aof-disable-auto-gc keeps them."""
+    if cfg.get("aof-disable-auto-gc", False) or not m.history:
+        return
+    for p in m.history:
+        log.notice(f"Removing the history file {p.name} in the background")
+        try:
+            os.unlink(os.path.join(dirname, p.name))
+        except OSError:
+            pass
+    m.history.clear()
+    store(m, dirname, filename)
 
 
 def fsync_dir(dirname: str) -> None:

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 from . import manifest as mf
-from .rewrite import RewriteChild, rdb_base, write_snapshot
+from .rewrite import RewriteChild, child_base, rdb_base, temp_base
 
 if TYPE_CHECKING:
     from .host import PersistHost
@@ -27,23 +27,19 @@ class OneOffRewrite(RewriteChild):
 
         def write() -> None:
             os.makedirs(dirname, exist_ok=True)
-            old = mf.load(os.path.join(dirname, filename + mf.MANIFEST_SUFFIX)) or mf.Manifest()
-            m = mf.Manifest(base_seq=old.base_seq, incr_seq=old.incr_seq)
+            m = mf.load(os.path.join(dirname, filename + mf.MANIFEST_SUFFIX)) or mf.Manifest()
             base = m.new_base_name(filename, as_rdb)
-            temp = os.path.join(dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
-            write_snapshot(server, temp, as_rdb)
-            os.replace(temp, os.path.join(dirname, base.name))
+            os.replace(child_base(server, as_rdb), os.path.join(dirname, base.name))
+            # What the base covers is history: every incremental file, the
+            # log being off (collected unless aof-disable-auto-gc says no).
+            m.retire_base()
             m.base = base
+            m.retire_incrs(keep_last=False)
             mf.store(m, dirname, filename)
-            for p in old.parts() + old.history:
-                if p.name != base.name:
-                    try:
-                        os.unlink(os.path.join(dirname, p.name))
-                    except OSError:
-                        pass
+            mf.collect_history(m, dirname, filename, server.config.values, server.log)
 
         pid = self._fork(write)
-        self.temp = os.path.join(dirname, f"temp-rewriteaof-bg-{pid}.aof")  # the name the child writes
+        self.temp = temp_base(server, pid)
 
 
 def rewrite_child(server: PersistHost) -> RewriteChild:

@@ -92,6 +92,22 @@ def write_snapshot(server: PersistHost, path: str, as_rdb: bool) -> int:
         return f.tell()
 
 
+def child_base(server: PersistHost, as_rdb: bool) -> str:
+    """In a rewrite child: the new base, written to the temporary file named
+    after the child (``temp-rewriteaof-bg-<pid>.aof`` in ``dir``, where
+    Valkey writes it too); its path."""
+    name = f"temp-rewriteaof-bg-{os.getpid()}.aof"
+    path = temp_base(server, os.getpid())
+    write_snapshot(server, path, as_rdb)
+    server.log.notice(f"Successfully created the temporary AOF base file {name}")
+    return path
+
+
+def temp_base(server: PersistHost, pid: int) -> str:
+    """Where child ``pid`` writes its base (child_base)."""
+    return os.path.join(server.config.values["dir"], f"temp-rewriteaof-bg-{pid}.aof")
+
+
 class RewriteChild:
     """An AOF rewrite's child and its record (INFO's aof_rewrite* fields),
     the same with the log on (``Rewriter``) or off (``OneOffRewrite``):
@@ -149,6 +165,10 @@ class RewriteChild:
         self.last_status = "err"
         self.server.log.warning("Background AOF rewrite terminated with error")
         self._drop_temp()
+        self._failed()
+
+    def _failed(self) -> None:
+        """After a child that failed, or whose work could not be put in place."""
 
     def _drop_temp(self) -> None:
         try:
@@ -171,6 +191,7 @@ class RewriteChild:
             kill(self.child_pid)
             self.child_pid = 0
             self._drop_temp()
+            self._failed()
 
 
 class Rewriter(RewriteChild):
@@ -180,18 +201,31 @@ class Rewriter(RewriteChild):
         super().__init__(aof.server)
         self.aof = aof
         self.dirty = False
-        self.incr_at_fork = 0
         self.as_rdb = True
 
     def start(self) -> None:
         aof = self.aof
         server = self.server
-        part = aof.switch_incr()
-        self.incr_at_fork = part.seq
-        self.temp = os.path.join(aof.dirname, f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        if aof.waiting:
+            aof.open_temp_incr()  # the first base: what comes after the fork waits in the temporary file
+        else:
+            aof.switch_incr()
         self.as_rdb = rdb_base(server)
-        temp, as_rdb = self.temp, self.as_rdb
-        self._fork(lambda: write_snapshot(server, temp, as_rdb))
+        as_rdb = self.as_rdb
+        try:
+            pid = self._fork(lambda: child_base(server, as_rdb))
+        except OSError:
+            self._failed()
+            raise
+        self.temp = temp_base(server, pid)
+
+    def _failed(self) -> None:
+        aof = self.aof
+        if aof.waiting and aof is self.server.aof:
+            # The log is on only once a base is in: drop what waited for
+            # this one, and try again from the cron.
+            aof.drop_temp_incr()
+            self.scheduled = True
 
     def _installed(self) -> bool:
         try:
@@ -202,15 +236,27 @@ class Rewriter(RewriteChild):
         return True
 
     def _install(self) -> None:
+        """The new base in, the files it covers made history, the manifest
+        stored, the history collected (Valkey's backgroundRewriteDoneHandler).
+        The first base of a log turned on at run time brings in the
+        temporary incremental file too, and the log is on from then."""
         aof = self.aof
+        log = self.server.log
         m = aof.manifest
         base = m.new_base_name(aof.filename, self.as_rdb)
         os.replace(self.temp, os.path.join(aof.dirname, base.name))
-        old = ([m.base] if m.base else []) + [p for p in m.incrs if p.seq < self.incr_at_fork]
+        log.notice(f"Successfully renamed the temporary AOF base file {os.path.basename(self.temp)} into {base.name}")
+        m.retire_base()
         m.base = base
-        m.incrs = [p for p in m.incrs if p.seq >= self.incr_at_fork]
+        if aof.waiting:
+            aof.flush()
+            part = m.new_incr(aof.filename)
+            os.replace(aof.temp_incr_path(), os.path.join(aof.dirname, part.name))
+            log.notice(f"Successfully renamed the temporary AOF incr file {mf.TEMP_PREFIX}{aof.filename}.incr "
+                       f"into {part.name}")
+        m.retire_incrs(keep_last=True)
         mf.store(m, aof.dirname, aof.filename)
-        for p in old:
-            aof._unlink(p.name)
+        aof.waiting = False
+        mf.collect_history(m, aof.dirname, aof.filename, self.server.config.values, log)
         aof.base_size = os.path.getsize(os.path.join(aof.dirname, base.name))
         aof.current_size = aof._sizes()

@@ -249,6 +249,14 @@ class Snapshots:
         if self.child_pid:
             self.server.log.warning("There is a child saving an .rdb. Killing it!")
             self.kill_child()
+        aof = self.server.aof
+        if aof is not None and aof.waiting and aof.rewriter.child_pid:
+            # The log was turned on and its first base is being written:
+            # without it the keyspace would not be on disk.
+            if not force:
+                self.server.log.warning("Writing initial AOF, can't exit.")
+                return False
+            self.server.log.warning("Writing initial AOF. Exit anyway.")
         if nosave or not (save or self.rules()):
             return True
         self.server.log.notice("Saving the final RDB snapshot before exiting.")

@@ -37,8 +37,13 @@ def load_at_startup(server: PersistHost) -> None:
     start_logging(server, aof, manifest)
 
 
-def start_logging(server: PersistHost, aof: Aof, manifest: mf.Manifest | None) -> None:
-    aof.open(manifest)
+def start_logging(server: PersistHost, aof: Aof, manifest: mf.Manifest | None, waiting: bool = False) -> None:
+    """The log on: open on its files (start-up), or ``waiting`` for its
+    first base (turned on at run time; the caller starts the rewrite)."""
+    if waiting:
+        aof.open_waiting(manifest or mf.Manifest())
+    else:
+        aof.open(manifest)
     server.aof = aof
     for db in server.dbs:
         db.on_expire = aof.expired
@@ -87,25 +92,42 @@ def _load_aof(server: PersistHost, aof: Aof) -> mf.Manifest | None:
         for line in e.log_lines()[:-1]:
             log.warning(line)
         raise AofLoadError(e.err) from None
+    legacy = os.path.join(server.config.values["dir"], aof.filename)
+    if os.path.isfile(legacy) and _upgrading(aof, manifest):
+        manifest = _upgrade(server, aof, manifest)
     if manifest is None:
-        legacy = os.path.join(server.config.values["dir"], aof.filename)
-        if not os.path.isfile(legacy):
-            return None
-        # Valkey's aofUpgradePrepare: the old single file becomes the base.
-        os.makedirs(aof.dirname, exist_ok=True)
-        manifest = mf.Manifest()
-        manifest.base = mf.Part(aof.filename, 1, "b")
-        manifest.base_seq = 1
-        _replay(server, [os.path.join(server.config.values["dir"], aof.filename)])
-        os.replace(legacy, os.path.join(aof.dirname, aof.filename))
-        mf.store(manifest, aof.dirname, aof.filename)
-        log.notice(f"Successfully migrated an old-style AOF into the AOF directory {aof.dirname}")
-        return manifest
+        return None
     parts = manifest.parts()
     missing = [p.name for p in parts if not os.path.isfile(os.path.join(aof.dirname, p.name))]
     if missing:
         raise AofLoadError(f"Unable to obtain the AOF file {missing[0]} length. stat: No such file or directory")
     _replay(server, [os.path.join(aof.dirname, p.name) for p in parts])
+    return manifest
+
+
+def _upgrading(aof: Aof, manifest: mf.Manifest | None) -> bool:
+    """Whether an AOF file of the old single-file layout in ``dir`` is to be
+    moved into the directory, as Valkey decides: no directory, or no
+    manifest (or an empty one), or one naming only that file as its base
+    while the directory lacks it (an upgrade cut short before the move)."""
+    if not os.path.isdir(aof.dirname) or manifest is None or (manifest.base is None and not manifest.incrs):
+        return True
+    return (manifest.base is not None and not manifest.incrs and manifest.base.name == aof.filename
+            and not os.path.isfile(os.path.join(aof.dirname, aof.filename)))
+
+
+def _upgrade(server: PersistHost, aof: Aof, manifest: mf.Manifest | None) -> mf.Manifest:
+    """Valkey's aofUpgradePrepare: the old file becomes the base (sequence
+    1) of a manifest stored first, then moves into the directory."""
+    os.makedirs(aof.dirname, exist_ok=True)
+    manifest = manifest or mf.Manifest()
+    manifest.base = mf.Part(aof.filename, 1, "b")
+    manifest.base_seq = 1
+    mf.store(manifest, aof.dirname, aof.filename)
+    os.replace(os.path.join(server.config.values["dir"], aof.filename), os.path.join(aof.dirname, aof.filename))
+    dirname = server.config.values.get("appenddirname", "appendonlydir")
+    server.log.notice(f"Successfully migrated an old-style AOF file ({aof.filename}) into the AOF directory "
+                      f"({dirname}).")
     return manifest
 
 
