@@ -28,6 +28,7 @@ from ..keyspace.access import idle_ms
 from ..protocol.resp import OK, array, array_header, bulk, integer, status
 from ..services.config import ConfigError, parse_memory
 from ..services.config_rewrite import rewrite
+from ..services.limits import LOADING
 from ..util.errors import CommandError
 from ..util.parsing import parse_int
 from ..values.registry import BY_CLASS, of
@@ -137,7 +138,7 @@ def _populate(c: Client, argv: list[bytes]) -> bytes:
     change nor logged: DEBUG is no write command. Keys already there stay."""
     count = _positive(argv[2])
     if c.server.loading:
-        raise CommandError(b"LOADING Valkey is loading the dataset in memory")
+        raise CommandError(LOADING)
     size = _positive(argv[4]) if len(argv) == 5 else 0
     prefix = argv[3] if len(argv) > 3 else b"key"
     db = c.db

@@ -20,7 +20,7 @@ from ..protocol.resp import QUEUED
 from ..services.acl import CTX_MULTI, CTX_TOPLEVEL, error_text
 from ..services.blocking import Blocked
 from ..services.faults import REFUSING, Rule
-from ..services.limits import write_refusal
+from ..services.limits import LOADING, write_refusal
 from ..services.observe import redact
 from ..services.tracking import refresh_hooks
 from ..util.errors import CommandError
@@ -300,7 +300,9 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         if refused is not None:
             return refused
     if server.busy_run is not None and not cmd.allow_busy:
-        msg = busy_error(server, server.busy_run.eval_mode)
+        # Served while a script loaded from the AOF runs: Valkey's loading
+        # check comes before its busy one.
+        msg = LOADING if server.loading and not cmd.loading else busy_error(server, server.busy_run.eval_mode)
         # Valkey refuses a write for a disk error or want of replicas before it says BUSY
         # (it skips maxmemory while a script is busy).
         if server.noreplicas or server.disk_error is not None:

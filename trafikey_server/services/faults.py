@@ -28,7 +28,7 @@ from ..protocol.keyspecs import request_keys
 from ..util.glob import matcher
 from ..util.rand import rng
 from ..util.slots import keyslot
-from .limits import MISCONF, NOREPLICAS, OOM, apply_maxmemory
+from .limits import LOADING, MISCONF, NOREPLICAS, OOM, apply_maxmemory
 
 if TYPE_CHECKING:
     from ..protocol.table import Command
@@ -47,7 +47,7 @@ REFUSING = frozenset((b"error", b"moved", b"ask", b"drop"))
 # objects, cluster.c's refusals); "Valkey" becomes "Redis" under
 # extended-redis-compatibility, as Valkey names itself in them.
 SHORTCUTS = {
-    b"loading": b"LOADING Valkey is loading the dataset in memory",
+    b"loading": LOADING,
     b"busy": b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
     b"oom": OOM,
     b"readonly": b"READONLY You can't write against a read only replica.",

@@ -72,6 +72,7 @@ class LimitsHost(MemoryLimitHost, Protocol):
 MAXCLIENTS = b"-ERR max number of clients reached\r\n"
 NOREPLICAS = b"NOREPLICAS Not enough good replicas to write."
 OOM = b"OOM command not allowed when used memory > 'maxmemory'."
+LOADING = b"LOADING Valkey is loading the dataset in memory"
 MISCONF = (
     b"MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. "
     b"Commands that may modify the data set are disabled, because this instance is configured to report "

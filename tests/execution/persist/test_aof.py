@@ -13,6 +13,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +24,12 @@ from helpers.aof_util import (
     keyspace,
     legacy_copy,
     logged,
+    logged_beside_valkey,
     manifest_copy,
     valkey_on,
     without_select,
 )
+from helpers.resp_wire import Wire, encode
 from helpers.servers import own_pair
 
 FUTURE = int(time.time() * 1000) + 3_600_000
@@ -371,3 +374,47 @@ def test_debug_loadaof_against_valkey() -> None:
                 w.execute_command("DEBUG", "LOADAOF")
             errors.append((str(e.value), w.dbsize()))
         assert errors[0] == errors[1] == ("Error trying to load the AOF files, check server logs.", 0)
+
+
+def test_transaction_selects_inside_multi() -> None:
+    """MULTI belongs to no database: a transaction in another database is
+    logged MULTI, SELECT, ..., EXEC, as Valkey logs it."""
+    v, t = logged_beside_valkey([("SELECT", 3), ("MULTI",), ("SET", "a", "1"), ("INCR", "n"), ("EXEC",),
+                                 ("SELECT", 0), ("MULTI",), ("SET", "b", "2"), ("SELECT", 5), ("SET", "c", "3"),
+                                 ("EXEC",)])
+    assert t.replies == v.replies
+    assert t.log == v.log
+    assert v.log[:2] == [[b"MULTI"], [b"SELECT", b"3"]]
+
+
+def test_loading_refused_while_a_logged_script_runs_long() -> None:
+    """DEBUG LOADAOF replaying a script that runs past busy-reply-threshold:
+    other clients are answered LOADING, not BUSY (Valkey checks loading
+    first), and the load completes."""
+    slow = "redis.call('set', KEYS[1], 'y'); for i = 1, 300000 do redis.call('ping') end return 'ok'"
+    seen = []
+    for start in (lambda d: valkey_on(d, "--appendonly", "yes", "--enable-debug-command", "yes"),
+                  lambda d: aof_server(d, "--enable-debug-command", "yes")):
+        d = tempfile.mkdtemp(prefix="aof-slow-")
+        srv = start(d)
+        try:
+            r = redis.Redis(port=srv.port)
+            r.config_set("busy-reply-threshold", 1)
+            incr = sorted(Path(d, "appendonlydir").glob("*.incr.aof"))[-1]
+            incr.write_bytes(encode("SELECT", "9") + encode("EVAL", slow, "1", "x"))
+            loader = Wire(srv.port)
+            loader.send_raw(encode("DEBUG", "LOADAOF"))
+            pinger = Wire(srv.port)
+            deadline = time.monotonic() + 10
+            reply = pinger.call("PING")
+            while reply == b"+PONG\r\n" and time.monotonic() < deadline:
+                reply = pinger.call("PING")
+            done = loader.read_reply()
+            pinger.call("SELECT", "9")
+            seen.append((reply, done, pinger.call("GET", "x")))
+            loader.close()
+            pinger.close()
+            r.close()
+        finally:
+            srv.stop()
+    assert seen[0] == seen[1] == (b"-LOADING Valkey is loading the dataset in memory\r\n", b"+OK\r\n", b"$1\r\ny\r\n")

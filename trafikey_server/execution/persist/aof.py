@@ -242,10 +242,8 @@ class Aof:
         buf = self.buf
         wrap = len(unit) > 1
         if wrap:
-            first = unit[0][0]
-            if first != self.selected:
-                buf.append(encode([b"SELECT", b"%d" % first]))
-                self.selected = first
+            # MULTI belongs to no database (Valkey propagates it with dbid
+            # -1): a SELECT the unit needs comes after it.
             buf.append(_MULTI)
         for dbid, argv in unit:
             if dbid != self.selected:
