@@ -1,13 +1,17 @@
 """The log turned on at run time (CONFIG SET appendonly yes) waits for its
 first base, written by a rewrite child, as Valkey's AOF_WAIT_REWRITE: what
 comes meanwhile goes to a temporary incremental file, SHUTDOWN refuses to
-lose it, a BGSAVE running first delays it; and the history files a rewrite
-leaves, kept or collected by aof-disable-auto-gc. Files, manifests, INFO
-and log lines beside valkey-server 9.1.2's."""
+lose it, a BGSAVE running first delays it, a child that dies is replaced;
+the history files a rewrite leaves, kept or collected by
+aof-disable-auto-gc; and the rewrites the cron starts on growth, held back
+after repeated failures. Files, manifests, INFO and log lines beside
+valkey-server 9.1.2's."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -179,3 +183,68 @@ def test_turned_off_rewritten_then_on() -> None:
             until(lambda r=r: not rewriting(r))
             seen.append((off, manifest(d), files(d), r.get("a")))
         assert seen[0] == seen[1]
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+
+
+def test_first_base_child_killed_then_tried_again() -> None:
+    """A first-base child that dies takes the temporary file with it; the
+    cron starts another, which puts the base in."""
+    with both("--rdb-key-save-delay", "1000000") as servers:
+        seen = []
+        for srv, r, d in servers:
+            r.set("k", "v")
+            forks = r.info("stats")["total_forks"]
+            r.config_set("appendonly", "yes")
+            until(lambda r=r: rewriting(r))
+            (first,) = children(srv.proc.pid)
+            os.kill(first, signal.SIGKILL)
+            until(lambda srv=srv: any("Removing the temp incr" in line for line in notices(srv, "temp incr")))
+            until(lambda r=r, srv=srv, first=first: rewriting(r) and children(srv.proc.pid) not in ([], [first]))
+            gone = (files(d), manifest(d))
+            r.config_set("rdb-key-save-delay", "0")
+            for child in children(srv.proc.pid):
+                os.kill(child, signal.SIGKILL)  # the slow one: the next starts without the delay
+            until(lambda r=r: r.info("persistence")["aof_last_bgrewrite_status"] == "ok" and not rewriting(r)
+                  and r.info("persistence")["aof_rewrites"] > 0)
+            seen.append((gone, files(d), manifest(d), r.info("stats")["total_forks"] - forks,
+                         notices(srv, "temp incr")))
+        assert seen[0] == seen[1]
+        assert seen[0][0] == (["temp-appendonly.aof.incr"], "")  # the second try's, no manifest yet
+
+
+def test_automatic_rewrite_and_its_limit() -> None:
+    """Growth past auto-aof-rewrite-percentage (and the minimum size) starts
+    a rewrite from the cron; after three failures in a row the cron holds
+    back and says so once."""
+    with both("--appendonly", "yes", "--auto-aof-rewrite-percentage", "1", "--auto-aof-rewrite-min-size", "1kb") \
+            as servers:
+        seen = []
+        for srv, r, _ in servers:
+            until(lambda r=r: not rewriting(r))
+            r.set("grow", "x" * 2048)
+            until(lambda r=r: r.info("persistence")["aof_rewrites"] >= 1 and not rewriting(r))
+            auto = [line.split(" on ")[0] for line in notices(srv, "automatic rewriting")]
+            r.config_set("auto-aof-rewrite-percentage", "0")
+            r.config_set("rdb-key-save-delay", "10000000")
+            for _ in range(3):
+                r.execute_command("BGREWRITEAOF")
+                until(lambda r=r: rewriting(r))
+                for child in children(srv.proc.pid):
+                    os.kill(child, signal.SIGKILL)
+                until(lambda r=r: not rewriting(r))
+            failures = r.info("persistence")["aof_rewrites_consecutive_failures"]
+            r.config_set("auto-aof-rewrite-percentage", "1")
+            r.set("more", "y" * 2048)
+            until(lambda srv=srv: bool(notices(srv, "triggered the limit")))
+            time.sleep(0.5)  # a few more cron ticks: still held back, said once
+            held = (rewriting(r), notices(srv, "triggered the limit"))
+            r.config_set("auto-aof-rewrite-percentage", "0")
+            r.config_set("rdb-key-save-delay", "0")
+            seen.append((auto, failures, held))
+        assert seen[0] == seen[1]
+        assert seen[0][0] == ["Starting automatic rewriting of AOF"]
+        assert seen[0][2] == (False, ["Background AOF rewrite has repeatedly failed and triggered the limit, "
+                                      "will retry in 1 minutes"])

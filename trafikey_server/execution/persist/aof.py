@@ -153,6 +153,8 @@ class Aof:
             old, self.fd = self.fd, -1
             if old >= 0:
                 os.close(old)
+        name = mf.TEMP_PREFIX + self.filename + ".incr"
+        self.server.log.notice(f"Removing the temp incr aof file {name} in the background")
         try:
             os.unlink(self.temp_incr_path())
         except OSError:

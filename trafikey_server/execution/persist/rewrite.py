@@ -108,6 +108,11 @@ def temp_base(server: PersistHost, pid: int) -> str:
     return os.path.join(server.config.values["dir"], f"temp-rewriteaof-bg-{pid}.aof")
 
 
+# Valkey's AOF_REWRITE_LIMITE_THRESHOLD and _MAX_MINUTES.
+LIMIT_THRESHOLD = 3
+LIMIT_MAX_MINUTES = 60
+
+
 class RewriteChild:
     """An AOF rewrite's child and its record (INFO's aof_rewrite* fields),
     the same with the log on (``Rewriter``) or off (``OneOffRewrite``):
@@ -124,6 +129,9 @@ class RewriteChild:
         self.failures = 0
         self.last_time = -1
         self.scheduled = False
+        # The hold after repeated failures (limited).
+        self.delay_minutes = 0
+        self.retry_at = 0.0
 
     def start(self) -> None:
         raise NotImplementedError
@@ -178,10 +186,30 @@ class RewriteChild:
 
     def cron(self) -> None:
         """A rewrite scheduled behind another child (BGSAVE) starts once no
-        child runs, as serverCron starts it."""
-        if self.scheduled and not self.child_pid and not self.server.snapshots.child_pid:
+        child runs, as serverCron starts it, unless failures hold it back."""
+        if self.scheduled and not self.child_pid and not self.server.snapshots.child_pid and not self.limited():
             self.scheduled = False
             self.start()
+
+    def limited(self) -> bool:
+        """Valkey's aofRewriteLimited: after three failures in a row, an
+        automatic or scheduled rewrite waits 1 minute, then 2, 4, ... up to
+        an hour (BGREWRITEAOF is not held back)."""
+        if self.failures < LIMIT_THRESHOLD:
+            self.delay_minutes = 0
+            self.retry_at = 0.0
+            return False
+        now = time.time()
+        if self.retry_at:
+            if now < self.retry_at:
+                return True
+            self.retry_at = 0.0
+            return False
+        self.delay_minutes = min(LIMIT_MAX_MINUTES, self.delay_minutes * 2 if self.delay_minutes else 1)
+        self.retry_at = now + self.delay_minutes * 60
+        self.server.log.warning("Background AOF rewrite has repeatedly failed and triggered the limit, will retry in "
+                                f"{self.delay_minutes} minutes")
+        return True
 
     def kill(self) -> None:
         """Shutdown, or the log switched, during a rewrite: the child's work
@@ -218,6 +246,23 @@ class Rewriter(RewriteChild):
             self._failed()
             raise
         self.temp = temp_base(server, pid)
+
+    def cron(self) -> None:
+        """The scheduled rewrite, then the automatic one: the log grown by
+        auto-aof-rewrite-percentage over its size after the last rewrite,
+        and past auto-aof-rewrite-min-size (Valkey's serverCron)."""
+        super().cron()
+        aof = self.aof
+        if self.child_pid or aof.waiting or self.server.snapshots.child_pid:
+            return
+        cfg = self.server.config.values
+        perc = int(cfg.get("auto-aof-rewrite-percentage", 100))
+        if not perc or aof.current_size <= int(cfg.get("auto-aof-rewrite-min-size", 64 << 20)):
+            return
+        growth = aof.current_size * 100 // (aof.base_size or 1) - 100
+        if growth >= perc and not self.limited():
+            self.server.log.notice(f"Starting automatic rewriting of AOF on {growth}% growth")
+            self.start()
 
     def _failed(self) -> None:
         aof = self.aof
