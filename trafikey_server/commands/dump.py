@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..execution.persist.aof import propagate
+from ..execution.persist.rdb import failure_words
 from ..keyspace.access import LRU_CLOCK_MAX
 from ..protocol.args import word
 from ..protocol.rdbformat import RdbError, Reader, compressing
@@ -129,7 +130,11 @@ def restore(c: Client, argv: list[bytes]) -> bytes:
     try:
         vt = BY_RDB_TYPE.get(r.byte())
         value = None if vt is None else vt.rdb_load(r, p[0], key, c.server, False)
-    except (RdbError, IndexError, ValueError, OverflowError):
+    except RdbError as e:
+        # Valkey logs a RESTORE's corruption at verbose (rdbReportError).
+        c.server.log.verbose(failure_words(e))
+        value = None
+    except (IndexError, ValueError, OverflowError):
         value = None
     if value is None:
         raise CommandError(_BAD_DATA)

@@ -383,41 +383,64 @@ def zipmap_entries(blob: bytes) -> list[bytes]:
     return out
 
 
-def ziplist_entries(blob: bytes) -> list[bytes]:
-    """The entries of a ziplist (files from Redis before 7)."""
-    if len(blob) < 11 or blob[-1] != 0xFF:
-        raise RdbError("ziplist size or terminator does not match")
+def ziplist_entries(blob: bytes, label: str = "Ziplist") -> list[bytes]:
+    """The entries of a ziplist (files from Redis before 7), checked as
+    Valkey's ziplistValidateIntegrity checks one deeply (a ziplist is
+    always converted on load, so always deeply): the byte count, the tail
+    offset and the entry count of its header, each entry's record of the
+    previous one's length, and no entry past the end. Refused in Valkey's
+    words, ``label`` naming the ziplist ("Hash ziplist", ...)."""
+    broken = f"{label} integrity check failed."
+    n = len(blob)
+    if n < 11 or blob[-1] != 0xFF or int.from_bytes(blob[0:4], "little") != n:
+        raise RdbError(broken)
+    tail = int.from_bytes(blob[4:8], "little")
+    count = int.from_bytes(blob[8:10], "little")
     out: list[bytes] = []
     p = 10
-    end = len(blob) - 1
+    end = n - 1
+    prev_len = 0
+    last = 10
     while p < end:
-        p += 5 if blob[p] == 0xFE else 1  # previous entry length
+        start = p
+        if blob[p] == 0xFE:
+            if p + 5 > end:
+                raise RdbError(broken)
+            recorded = int.from_bytes(blob[p + 1:p + 5], "little")
+            p += 5
+        else:
+            recorded = blob[p]
+            p += 1
+        if recorded != prev_len or p >= end:
+            raise RdbError(broken)
         b = blob[p]
         kind = b >> 6
         if kind == 0:
-            n = b & 0x3F
-            out.append(blob[p + 1:p + 1 + n])
-            p += 1 + n
+            size, head = b & 0x3F, 1
         elif kind == 1:
-            n = ((b & 0x3F) << 8) | blob[p + 1]
-            out.append(blob[p + 2:p + 2 + n])
-            p += 2 + n
+            size, head = ((b & 0x3F) << 8) | blob[p + 1], 2
         elif kind == 2:
-            n = int.from_bytes(blob[p + 1:p + 5], "big")
-            out.append(blob[p + 5:p + 5 + n])
-            p += 5 + n
+            size, head = int.from_bytes(blob[p + 1:p + 5], "big"), 5
         else:
+            size, head = 0, 1
             k = {0xC0: 2, 0xD0: 4, 0xE0: 8, 0xF0: 3, 0xFE: 1}.get(b)
             if k is not None:
-                out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + k], "little", signed=True))
-                p += 1 + k
-            elif 0xF1 <= b <= 0xFD:
-                out.append(b"%d" % ((b & 0x0F) - 1))
-                p += 1
-            else:
-                raise RdbError(f"bad ziplist entry encoding 0x{b:02x}")
-    if p != end:
-        raise RdbError("ziplist entries overrun its end")
+                size = k
+            elif not 0xF1 <= b <= 0xFD:
+                raise RdbError(broken)
+        if p + head + size > end:
+            raise RdbError(broken)
+        if kind < 3:
+            out.append(blob[p + head:p + head + size])
+        elif size:
+            out.append(b"%d" % int.from_bytes(blob[p + 1:p + 1 + size], "little", signed=True))
+        else:
+            out.append(b"%d" % ((b & 0x0F) - 1))
+        p += head + size
+        prev_len = p - start
+        last = start
+    if p != end or tail != last or (count != 0xFFFF and count != len(out)):
+        raise RdbError(broken)
     return out
 
 
@@ -431,7 +454,12 @@ def parse_score(text: bytes) -> float:
     return v
 
 
-def pairs(items: list[bytes], what: str, key: bytes) -> list[tuple[bytes, bytes]]:
+def pairs(items: list[bytes], what: str, key: bytes, unique: str = "") -> list[tuple[bytes, bytes]]:
+    """Fields (members) and values in turn, as pairs; ``unique`` (the
+    refusal's words) refuses a field twice, as Valkey's deep check of a
+    ziplist or zipmap does."""
     if len(items) % 2:
         raise RdbError(f"{what} under key {key!r} has an odd number of entries")
+    if unique and len(set(items[0::2])) != len(items) // 2:
+        raise RdbError(unique)
     return list(zip(items[0::2], items[1::2], strict=True))

@@ -208,10 +208,13 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
         return h
     if t == T_HASH_ZIPMAP:
         # Valkey converts a zipmap by its count and its longest field or value.
-        hp = pairs(zipmap_entries(r.string()), "hash", key)
+        hp = pairs(zipmap_entries(r.string()), "hash", key, unique="Hash zipmap with dup elements, or big length")
         return _make(hp, len(hp) > entries or any(len(f) > value or len(v) > value for f, v in hp))
-    items = (listpack_entries if t == T_HASH_LISTPACK else ziplist_entries)(r.string())
-    hp = pairs(items, "hash", key)
+    if t == T_HASH_ZIPLIST:
+        hp = pairs(ziplist_entries(r.string(), "Hash ziplist"), "hash", key,
+                   unique="Hash ziplist integrity check failed.")
+    else:
+        hp = pairs(listpack_entries(r.string()), "hash", key)
     return _make(hp, len(hp) > entries)
 
 

@@ -395,7 +395,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
         return loaded([r.string() for _ in range(n)], fill)
     if t == T_LIST_ZIPLIST:
         # Valkey's loader leaves this form a quicklist, whatever its size.
-        entries = ziplist_entries(r.string())
+        entries = ziplist_entries(r.string(), "List ziplist")
         if not entries:
             return None
         lst = List(entries)

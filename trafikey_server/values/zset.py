@@ -417,8 +417,12 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
             maxlen = max(maxlen, len(m))
             total += len(m)
         return _make(members, not (n <= entries and maxlen <= value and total < LISTPACK_SAFE))
-    items = (listpack_entries if t == T_ZSET_LISTPACK else ziplist_entries)(r.string())
-    zp = [(m, parse_score(s)) for m, s in pairs(items, "sorted set", key)]
+    if t == T_ZSET_LISTPACK:
+        found = pairs(listpack_entries(r.string()), "sorted set", key)
+    else:
+        found = pairs(ziplist_entries(r.string(), "Zset ziplist"), "sorted set", key,
+                      unique="Zset ziplist integrity check failed.")
+    zp = [(m, parse_score(s)) for m, s in found]
     return _make(zp, len(zp) > entries)
 
 

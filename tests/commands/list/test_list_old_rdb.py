@@ -7,36 +7,12 @@ chooses it (type 10 stays a quicklist; type 14 converts as type 18)."""
 
 from __future__ import annotations
 
+from helpers.old_encodings import ziplist
+
 from trafikey_server.protocol.rdbformat import T_LIST_QUICKLIST, T_LIST_ZIPLIST, Reader, encode_len, encode_string
 from trafikey_server.server import Server
 from trafikey_server.services.config import parse_args
 from trafikey_server.values.list import LIST
-
-
-def ziplist(entries: list[bytes]) -> bytes:
-    """A ziplist of short strings and the integer encodings."""
-    body = b""
-    prev = 0
-    for e in entries:
-        if e.lstrip(b"-").isdigit():
-            v = int(e)
-            if 0 <= v <= 12:
-                enc = bytes([0xF1 + v])
-            elif -128 <= v <= 127:
-                enc = b"\xfe" + v.to_bytes(1, "little", signed=True)
-            elif -32768 <= v <= 32767:
-                enc = b"\xc0" + v.to_bytes(2, "little", signed=True)
-            else:
-                enc = b"\xe0" + v.to_bytes(8, "little", signed=True)
-        else:
-            assert len(e) < 64
-            enc = bytes([len(e)]) + e
-        entry = bytes([prev]) + enc
-        prev = len(entry)
-        body += entry
-    total = 10 + len(body) + 1
-    head = total.to_bytes(4, "little") + (10).to_bytes(4, "little") + len(entries).to_bytes(2, "little")
-    return head + body + b"\xff"
 
 
 def _server(*args: str) -> Server:
