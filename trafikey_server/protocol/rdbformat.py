@@ -456,10 +456,10 @@ def parse_score(text: bytes) -> float:
 
 def pairs(items: list[bytes], what: str, key: bytes, unique: str = "") -> list[tuple[bytes, bytes]]:
     """Fields (members) and values in turn, as pairs; ``unique`` (the
-    refusal's words) refuses a field twice, as Valkey's deep check of a
-    ziplist or zipmap does."""
+    refusal's words) refuses a field twice or one without a value, as
+    Valkey's deep check of a ziplist or zipmap does."""
     if len(items) % 2:
-        raise RdbError(f"{what} under key {key!r} has an odd number of entries")
+        raise RdbError(unique or f"{what} under key {key!r} has an odd number of entries")
     if unique and len(set(items[0::2])) != len(items) // 2:
         raise RdbError(unique)
     return list(zip(items[0::2], items[1::2], strict=True))

@@ -411,13 +411,15 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
     for _ in range(count):
         if t == T_LIST_QUICKLIST_2:
             container = r.plain_len()
+            if container not in (1, 2):
+                raise RdbError(f"Quicklist integrity check failed. (key {key!r}: node container {container})")
             blob = r.string()
+            if not blob:  # refused by Valkey's loader, whatever the container
+                raise RdbError(f"Quicklist integrity check failed. (key {key!r}: an empty node)")
             if container == 1:  # PLAIN: the element itself
                 items.append(blob)
                 nodes.append([1, len(blob), 1])
                 continue
-            if container != 2:
-                raise RdbError(f"key {key!r}: unknown quicklist node container {container}")
             part = listpack_entries(blob)
         else:
             part = ziplist_entries(r.string())

@@ -1105,7 +1105,7 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
         else:
             entries_read = s.estimate_entries_read(last)
         if name in s.groups:
-            raise RdbError(f"key {key!r}: duplicated consumer group name {name!r}")
+            raise RdbError(f"Duplicated consumer group name {name!r} (key {key!r})")
         g = Group(last, entries_read)
         s.groups[name] = g
         # A global PEL entry's owner until its consumer's PEL names it.
@@ -1115,12 +1115,12 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
             when = _MS.unpack(r.take(8))[0]
             count = int64(r.plain_len())
             if sid in g.pel:
-                raise RdbError(f"key {key!r}: duplicated global PEL entry loading stream consumer group")
+                raise RdbError(f"Duplicated global PEL entry loading stream consumer group (key {key!r})")
             g.pel[sid] = Nack(when, count, unowned)
         for _ in range(r.plain_len()):
             cname = r.string()
             if cname in g.consumers:
-                raise RdbError(f"key {key!r}: duplicate stream consumer detected")
+                raise RdbError(f"Duplicate stream consumer detected. (key {key!r})")
             c = Consumer(cname, _MS.unpack(r.take(8))[0])
             c.active_time = _MS.unpack(r.take(8))[0] if t >= T_STREAM_LISTPACKS_3 else c.seen_time
             g.consumers[cname] = c
@@ -1128,13 +1128,13 @@ def _rdb_load(r: Reader, t: int, key: bytes, server: ValueHost, has_ttl: bool) -
                 sid = int.from_bytes(r.take(16), "big")
                 nack = g.pel.get(sid)
                 if nack is None:
-                    raise RdbError(f"key {key!r}: consumer entry not found in group global PEL")
+                    raise RdbError(f"Consumer entry not found in group global PEL (key {key!r})")
                 if sid in c.pel:
-                    raise RdbError(f"key {key!r}: duplicated consumer PEL entry loading a stream consumer group")
+                    raise RdbError(f"Duplicated consumer PEL entry loading a stream consumer group (key {key!r})")
                 nack.consumer = c
                 c.pel[sid] = nack
         if any(n.consumer is unowned for n in g.pel.values()):
-            raise RdbError(f"key {key!r}: stream CG PEL entry without consumer")
+            raise RdbError(f"Stream CG PEL entry without consumer (key {key!r})")
     return s
 
 

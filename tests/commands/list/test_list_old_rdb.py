@@ -7,11 +7,22 @@ chooses it (type 10 stays a quicklist; type 14 converts as type 18)."""
 
 from __future__ import annotations
 
+import pytest
 from helpers.old_encodings import ziplist
+from helpers.resp_wire import Wire
+from helpers.servers import own_pair
 
-from trafikey_server.protocol.rdbformat import T_LIST_QUICKLIST, T_LIST_ZIPLIST, Reader, encode_len, encode_string
+from trafikey_server.protocol.rdbformat import (
+    T_LIST_QUICKLIST,
+    T_LIST_QUICKLIST_2,
+    T_LIST_ZIPLIST,
+    Reader,
+    encode_len,
+    encode_string,
+)
 from trafikey_server.server import Server
 from trafikey_server.services.config import parse_args
+from trafikey_server.util.crc64 import crc64
 from trafikey_server.values.list import LIST
 
 
@@ -39,3 +50,17 @@ def test_quicklist_of_ziplists() -> None:
     small = _server("--list-max-listpack-size", "3")
     assert LIST.rdb_load(Reader(one), T_LIST_QUICKLIST, b"k", small, False).big
 
+
+
+@pytest.mark.parametrize("node", [(1, b""), (2, b""), (3, b"x")], ids=["empty plain", "empty packed", "container 3"])
+def test_restore_of_a_broken_quicklist_node(node: tuple[int, bytes]) -> None:
+    """A quicklist (type 18) node that is empty, or of no known container:
+    RESTORE refused as valkey-server 9.1.2 refuses it, nothing written."""
+    container, blob = node
+    body = bytes([T_LIST_QUICKLIST_2]) + encode_len(1) + encode_len(container) + encode_string(blob) + \
+        (9).to_bytes(2, "little")
+    payload = body + crc64(body).to_bytes(8, "little")
+    with own_pair() as (v, t):
+        replies = [Wire(p.port).call("RESTORE", "k", "0", payload) for p in (v, t)]
+        assert replies[0] == replies[1] == b"-ERR Bad data format\r\n"
+        assert [Wire(p.port).call("EXISTS", "k") for p in (v, t)] == [b":0\r\n", b":0\r\n"]
