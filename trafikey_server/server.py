@@ -344,6 +344,9 @@ class Server:
             log.notice(f"Running mode=standalone, port={shown}.")
         log.notice("Server initialized")
         log.notice(native.describe())  # which kernels run compiled (util/native.py)
+        refused = self.acl.load_at_startup()  # `user` lines, or aclfile
+        if refused is not None:
+            raise StartupError(refused)
         load_at_startup(self)
         self.write_brand()
         self._listen()

@@ -251,3 +251,30 @@ def test_force_all_rewrite_restarts_to_the_same_config(tmp_path: Path) -> None:
                 b"-ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address\r\n")
         finally:
             p.stop()
+
+
+def test_users_are_rewritten(both: dict[str, tuple[Proc, Path]], tmp_path: Path) -> None:
+    """With no aclfile, CONFIG REWRITE writes a ``user`` line for every user
+    (in place of the file's, the rest appended), as Valkey does; a restart
+    reads them back."""
+    written = {}
+    for kind, (proc, conf) in both.items():
+        conf.write_text(conf.read_text() + "user default on nopass ~* &* +@all -flushdb\n")
+        w = Wire(proc.port)
+        assert w.call("ACL", "SETUSER", "default", "-flushdb") == b"+OK\r\n"
+        assert w.call("ACL", "SETUSER", "alice", "on", ">pw", "~a:*", "+get") == b"+OK\r\n"
+        assert w.call("CONFIG", "REWRITE") == b"+OK\r\n"
+        w.close()
+        written[kind] = [ln for ln in conf.read_text().splitlines() if ln.startswith("user ")]
+    assert written["trafikey"] == written["valkey"]
+    proc, conf = both["trafikey"]
+    proc.stop()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    again = Proc([sys.executable, "-m", "trafikey_server", str(conf)], proc.port, cwd=str(tmp_path), env=env)
+    try:
+        w = Wire(again.port)
+        assert w.call("FLUSHDB").startswith(b"-NOPERM")
+        assert w.call("AUTH", "alice", "pw") == b"+OK\r\n"
+        w.close()
+    finally:
+        again.stop()

@@ -199,8 +199,18 @@ def acl_genpass(c: Client, argv: list[bytes]) -> bytes:
 
 
 def acl_load(c: Client, argv: list[bytes]) -> bytes:
-    raise CommandError(_NO_ACL_FILE)
+    if not c.server.config.values.get("aclfile"):
+        raise CommandError(_NO_ACL_FILE)
+    errors = c.server.acl.load_file(c)
+    if errors is not None:
+        raise CommandError(b"ERR " + errors.encode(errors="surrogateescape"))
+    return OK
 
 
 def acl_save(c: Client, argv: list[bytes]) -> bytes:
-    raise CommandError(_NO_ACL_FILE)
+    if not c.server.config.values.get("aclfile"):
+        raise CommandError(_NO_ACL_FILE)
+    if not c.server.acl.save_file():
+        raise CommandError(b"ERR There was an error trying to save the ACLs. Please check the server logs for more "
+                           b"information")
+    return OK

@@ -363,7 +363,7 @@ def config_rewrite(c: Client, argv: list[bytes]) -> bytes:
     if not cfg.file:
         raise CommandError(f"ERR {NO_FILE}")
     try:
-        rewrite(cfg)
+        rewrite(cfg, users=c.server.acl.config_lines())
     except OSError as e:
         c.server.log.warning(f"CONFIG REWRITE failed: {e.strerror}")
         raise CommandError(f"ERR Rewriting config file: {e.strerror}") from None

@@ -379,7 +379,7 @@ def _config_rewrite_force_all(c: Client, argv: list[bytes]) -> bytes:
     if not cfg.file:
         raise CommandError(b"ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address")
     try:
-        rewrite(cfg, force_all=True)
+        rewrite(cfg, force_all=True, users=c.server.acl.config_lines())
     except OSError as e:
         raise CommandError(b"ERR CONFIG-REWRITE-FORCE-ALL failed: %s" % (e.strerror or "").encode()) from None
     return OK

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -30,6 +31,7 @@ from .kill import kill_client
 
 if TYPE_CHECKING:
     from ..protocol.table import Command, Table
+    from ..util.log import Log
     from .client import Client
     from .config import Config
     from .host import Scripting
@@ -41,6 +43,7 @@ class AclHost(Protocol):
 
     clients: dict[int, Client]
     config: Config
+    log: Log
     pubsub: PubSub
     table: Table
 
@@ -652,6 +655,167 @@ class Acl:
                     refresh(c)
                     kill_client(current, c)
         return n
+
+    def _new_user(self, name: bytes) -> User:
+        """A user as ACL SETUSER creates one: off, no rules, and the
+        channels acl-pubsub-default gives."""
+        u = User(name)
+        if self.server.config.values.get("acl-pubsub-default") == "allchannels":
+            u.allchannels = True
+        return u
+
+    def parse_file(self, text: bytes, filename: str) -> tuple[dict[bytes, User], str]:
+        """An ACL file's users, as Valkey's ACLLoadFromFile reads them: one
+        ``user <name> <rules...>`` per line, words split on single spaces;
+        and every error found, in Valkey's words ("" when none)."""
+        users: dict[bytes, User] = {}
+        errors: list[str] = []
+        table = self.server.table
+        for lineno, raw in enumerate(text.split(b"\n"), 1):
+            line = raw.strip(b" \t\r\n")
+            if not line:
+                continue
+            words = line.split(b" ")
+            if words[0] != b"user" or len(words) < 2:
+                errors.append(f"{filename}:{lineno} should start with user keyword followed by the username. ")
+                continue
+            name = words[1]
+            shown = name.decode(errors="replace")
+            if name in users:
+                errors.append(f"WARNING: Duplicate user '{shown}' found on line {lineno}. ")
+                continue
+            u = users[name] = self._new_user(name)
+            syntax = False
+            for op in words[2:]:
+                op = op.strip(b"\t\r\n")
+                try:
+                    u.apply(op, table)
+                except AclError as e:
+                    if e.text == UNKNOWN:  # Valkey shows the operation only for a name it does not know
+                        errors.append(f"{filename}:{lineno}: Error in applying operation "
+                                      f"'{op.decode(errors='replace')}': {e.text}. ")
+                    elif not syntax:
+                        errors.append(f"{filename}:{lineno}: {e.text}. ")
+                        syntax = True
+        return users, "".join(errors)
+
+    def load_file(self, current: Client | None = None) -> str | None:
+        """ACL LOAD (and start-up with aclfile): every user replaced by the
+        file's, or none when it has errors (their text is returned). A
+        file without ``default`` gets Valkey's default user. Clients of a
+        user that is gone, or whose subscriptions the new rules refuse, are
+        closed; the others follow their user's new rules."""
+        filename = self.server.config.values.get("aclfile", "")
+        try:
+            with open(self._path(filename), "rb") as f:
+                text = f.read()
+        except OSError as e:
+            return f"Error loading ACLs, opening file '{filename}': {e.strerror}"
+        users, errors = self.parse_file(text, filename)
+        if errors:
+            return errors + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+        new_default = users.get(b"default")
+        if new_default is None:
+            new_default = User(b"default")
+            for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+                new_default.apply(op, self.server.table)
+        old_users = self.users
+        for slot in User.__slots__:  # the default user is referenced everywhere: changed in place
+            setattr(self.default, slot, getattr(new_default, slot))
+        users[b"default"] = self.default
+        self.users = users
+        for c in list(self.server.clients.values()):
+            if c.acl is self.default:
+                continue
+            u = users.get(c.acl.name)
+            if u is None or (c.subscriptions and (
+                    any(not u.channel_allowed(p, True) for p in c.patterns)
+                    or any(not u.channel_allowed(ch, False) for ch in c.channels)
+                    or any(not u.channel_allowed(ch, False) for ch in c.shard_channels))):
+                close_client(c, current)
+                continue
+            c.acl = u
+        del old_users
+        self.changed()
+        return None
+
+    def _path(self, filename: str) -> str:
+        """aclfile as Valkey opens it: a relative name is under ``dir``
+        (Valkey works in that directory)."""
+        return os.path.join(self.server.config.values["dir"], filename)
+
+    def save_file(self) -> bool:
+        """ACL SAVE: every user as ``user <name> <rules>`` in ACL LIST's
+        words, written to a temporary file, synced and renamed over aclfile."""
+        filename = self._path(self.server.config.values.get("aclfile", ""))
+        data = b"".join(b"user %s %s\n" % (u.name, u.describe()) for u in self.sorted_users())
+        temp = f"{filename}.tmp-{os.getpid()}-{int(time.time() * 1000)}"
+        log = self.server.log
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError as e:
+            log.warning(f"Opening temp ACL file for ACL SAVE: {e.strerror}")
+            return False
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError as e:
+            log.warning(f"Writing ACL file for ACL SAVE: {e.strerror}")
+            os.close(fd)
+            os.unlink(temp)
+            return False
+        os.close(fd)
+        try:
+            os.replace(temp, filename)
+        except OSError as e:
+            log.warning(f"Renaming ACL file for ACL SAVE: {e.strerror}")
+            os.unlink(temp)
+            return False
+        return True
+
+    def load_at_startup(self) -> str | None:
+        """The users of ``user`` lines in the configuration, or of aclfile;
+        what stops start-up, in Valkey's words, or None."""
+        cfg = self.server.config
+        filename = cfg.values.get("aclfile", "")
+        if filename and cfg.users:
+            return ("Configuring Valkey with users defined in valkey.conf and at the same setting an ACL file path "
+                    "is invalid. This setup is very likely to lead to configuration errors and security holes, "
+                    "please define either an ACL file or declare users directly in your valkey.conf, but not both.")
+        table = self.server.table
+        for name, *ops in cfg.users:
+            u = self.users.get(name)
+            if u is None:
+                u = self.users[name] = self._new_user(name)
+            else:
+                u.apply(b"reset", table)  # only default can be declared again: it starts over
+            for op in ops:
+                try:
+                    u.apply(op, table)
+                except AclError as e:
+                    self.server.log.warning(f"Error loading ACL rule '{op.decode(errors='replace')}' for the user "
+                                            f"named '{name.decode(errors='replace')}': {e.text}")
+                    return "Critical error while loading ACLs. Exiting."
+            if not u.enabled:
+                self.server.log.notice(f"The user '{name.decode(errors='replace')}' is disabled (there is no 'on' "
+                                       "modifier in the user description). Make sure this is not a configuration "
+                                       "error.")
+        self.changed()
+        if filename:
+            errors = self.load_file()
+            if errors is not None:
+                return f"Aborting Valkey startup because of ACL errors: {errors}"
+        return None
+
+    def config_lines(self) -> list[str]:
+        """The ``user`` lines CONFIG REWRITE writes: every user, unless the
+        users live in an aclfile (then none)."""
+        if self.server.config.values.get("aclfile"):
+            return []
+        return [(b"user %s %s" % (u.name, u.describe())).decode("utf-8", "surrogateescape")
+                for u in self.sorted_users()]
 
     def changed(self) -> None:
         """A user changed: every client's fast-path flag is recomputed."""

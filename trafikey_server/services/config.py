@@ -841,6 +841,8 @@ class Config:
     values: dict[str, Any] = field(default_factory=dict)
     file: str = ""  # the config file the server started with, absolute (CONFIG REWRITE, INFO)
     given: bool = False  # started with a file or options, not on the defaults alone (the start-up log)
+    # The ``user`` directives, [name, rule, ...] each, for the ACL at start-up.
+    users: list[list[bytes]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -961,6 +963,16 @@ def parse_args(argv: list[str], config: Config | None = None) -> Config:
     return config
 
 
+def add_user(config: Config, words: list[str]) -> None:
+    """A ``user <name> <rules...>`` directive, kept for the ACL at start-up
+    (services/acl.py); a name declared twice is refused as Valkey refuses it."""
+    name = words[0].encode("utf-8", "surrogateescape")
+    if any(u[0] == name for u in config.users):
+        raise ConfigError(f"Error in user declaration '{words[0]}': Duplicate user found. A user can only be "
+                          "defined once in config files")
+    config.users.append([w.encode("utf-8", "surrogateescape") for w in words])
+
+
 def load_text(config: Config, text: str) -> None:
     """A config text, line by line, as Valkey's loadServerConfigFromString
     reads it: a name and its value (exactly one, but for the options that
@@ -979,6 +991,9 @@ def load_text(config: Config, text: str) -> None:
             if not words:
                 continue
             name, rest = words[0], words[1:]
+            if name.lower() == "user" and rest:
+                add_user(config, rest)
+                continue
             if config.option(name) is None:
                 raise ConfigError("Bad directive or wrong number of arguments")
             if len(rest) != 1 and name.lower() not in _MULTI_ARG:

@@ -25,6 +25,7 @@ line and drops ``requirepass``; this server's config files take no
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ..util.confsyntax import quote, split_args
 from .config import Config, Option, Value
@@ -87,10 +88,11 @@ def _directive(line: str) -> str | None:
     return words[0].lower() if words else None
 
 
-def rewrite_text(config: Config, old: list[str], force_all: bool = False) -> str:
+def rewrite_text(config: Config, old: list[str], force_all: bool = False, users: Sequence[str] = ()) -> str:
     """The file's new text: its lines kept, each option's replaced where it
     is named, options away from their default (or every option, under
-    ``force_all``) appended."""
+    ``force_all``) appended. ``users`` are the ``user`` lines, always
+    written (Valkey writes every user when there is no aclfile)."""
     lines: list[str] = []
     where: dict[str, list[int]] = {}
     for raw in old:
@@ -116,6 +118,14 @@ def rewrite_text(config: Config, old: list[str], force_all: bool = False) -> str
                 appended.append(line)
         for i in spots:  # more lines than the option has now
             lines[i] = ""
+    spots = where.pop("user", [])
+    for line in users:
+        if spots:
+            lines[spots.pop(0)] = line
+        else:
+            appended.append(line)
+    for i in spots:
+        lines[i] = ""
     if appended and needs_signature:
         lines.append(SIGNATURE)
     lines += appended
@@ -127,7 +137,7 @@ def rewrite_text(config: Config, old: list[str], force_all: bool = False) -> str
     return "".join(line + "\n" for line in out)
 
 
-def rewrite(config: Config, force_all: bool = False) -> None:
+def rewrite(config: Config, force_all: bool = False, users: Sequence[str] = ()) -> None:
     """Rewrite ``config.file`` in place (keeping its inode, so a symlink or
     a bind-mounted file stays what it is); OSError when it cannot."""
     path = config.file
@@ -136,7 +146,7 @@ def rewrite(config: Config, force_all: bool = False) -> None:
             old = f.read().splitlines()
     except FileNotFoundError:
         old = []
-    text = rewrite_text(config, old, force_all)
+    text = rewrite_text(config, old, force_all, users)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(text)

@@ -3,7 +3,8 @@
 them, so the blobs are built here by the ziplist format's rules and read
 by the list type's loader; the elements come back in order, integers
 printed as Valkey prints them, the encoding chosen as Valkey's loader
-chooses it (type 10 stays a quicklist; type 14 converts as type 18)."""
+chooses it (type 10 stays a quicklist; type 14 converts as type 18); and
+quicklist nodes Valkey refuses (empty, or of no known container)."""
 
 from __future__ import annotations
 
