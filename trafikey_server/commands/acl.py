@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.args import cstr
 from ..protocol.resp import OK, array, array_header, bulk, bulks, integer
-from ..services.acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, REASONS, lookup
+from ..services.acl import CATEGORIES, DENIED_CHANNEL, DENIED_CMD, REASONS, User, lookup
 from ..util.errors import CommandError
 from ..util.parsing import to_int
 
@@ -92,15 +92,23 @@ def acl_getuser(c: Client, argv: list[bytes]) -> bytes:
     if u is None:
         return c.r.null
     r = c.r
+    selectors = array_header(len(u.selectors)) + b"".join(r.map(_rules(sel)) for sel in u.selectors)
     return r.map([
         (bulk(b"flags"), r.bulk_set(u.flags())),
         (bulk(b"passwords"), bulks(u.passwords)),
+        *_rules(u),
+        (bulk(b"selectors"), selectors),
+    ])
+
+
+def _rules(u: User) -> list[tuple[bytes, bytes]]:
+    """A user's or a selector's rules as ACL GETUSER shows them."""
+    return [
         (bulk(b"commands"), bulk(u.command_rules())),
         (bulk(b"keys"), bulk(b" ".join(u.key_rules()))),
         (bulk(b"channels"), bulk(b" ".join(u.channel_rules()))),
         (bulk(b"databases"), bulk(b"alldbs")),
-        (bulk(b"selectors"), b"*0\r\n"),
-    ])
+    ]
 
 
 def acl_list(c: Client, argv: list[bytes]) -> bytes:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..protocol.keyspecs import extract, has_keys
+from ..util.confsyntax import split_args
 from ..util.errors import CommandError
 from ..util.glob import match
 from .kill import kill_client
@@ -135,7 +136,7 @@ def _has_spaces(s: bytes) -> bool:
 class User:
     __slots__ = (
         "name", "enabled", "nopass", "passwords", "allowed", "allcommands", "future", "first_args",
-        "rules", "allkeys", "patterns", "allchannels", "channels",
+        "rules", "allkeys", "patterns", "allchannels", "channels", "selectors",
     )
 
     def __init__(self, name: bytes) -> None:
@@ -157,6 +158,9 @@ class User:
         self.patterns: list[tuple[bytes, int]] = []  # (pattern, READ|WRITE)
         self.allchannels = False
         self.channels: list[bytes] = []
+        # Valkey's selectors beyond the root one (the rules above): each a
+        # User holding only rules; a request any of them allows is allowed.
+        self.selectors: list[User] = []
 
     def copy(self) -> User:
         u = User(self.name)
@@ -166,6 +170,7 @@ class User:
         u.rules = list(self.rules)
         u.allkeys, u.patterns = self.allkeys, list(self.patterns)
         u.allchannels, u.channels = self.allchannels, list(self.channels)
+        u.selectors = [sel.copy() for sel in self.selectors]
         return u
 
     @property
@@ -206,7 +211,13 @@ class User:
         """The user as ACL LIST prints it (after ``user <name> ``)."""
         parts = self.flags()
         parts += [b"#" + p for p in self.passwords]
-        parts += self.key_rules()
+        parts.append(self.describe_rules())
+        parts += [b"(" + sel.describe_rules() + b")" for sel in self.selectors]
+        return b" ".join(parts)
+
+    def describe_rules(self) -> bytes:
+        """Keys, channels and commands, as Valkey's ACLDescribeSelector."""
+        parts = self.key_rules()
         if self.allchannels:
             parts.append(b"&*")
         else:
@@ -245,8 +256,23 @@ class User:
         return False
 
     def denial(self, cmd: Command, argv: Sequence[bytes]) -> tuple[int, int]:
-        """(0, 0) when the user may run the request, else the reason and
-        the position of the argument that caused it (Valkey's ACLSelectorCheckCmd)."""
+        """(0, 0) when the user may run the request (its own rules or any
+        selector's allow all of it), else the reason and the position of
+        the argument that caused it, picked as Valkey's
+        ACLCheckAllUserCommandPerm picks: the gravest, then the latest."""
+        best = self._denial(cmd, argv)
+        if not best[0]:
+            return best
+        for sel in self.selectors:
+            found = sel._denial(cmd, argv)
+            if not found[0]:
+                return found
+            if found[0] > best[0] or (found[0] == best[0] and found[1] > best[1]):
+                best = found
+        return best
+
+    def _denial(self, cmd: Command, argv: Sequence[bytes]) -> tuple[int, int]:
+        """One selector's check (Valkey's ACLSelectorCheckCmd)."""
         if not self.may_run(cmd, argv):
             return DENIED_CMD, 0
         if not self.allkeys and has_keys(cmd):
@@ -259,13 +285,18 @@ class User:
             if where is not None:
                 every, is_pattern = where
                 for pos in range(1, len(argv) if every else 2):
-                    if not self.channel_allowed(argv[pos], is_pattern):
+                    if not self._channel_allowed(argv[pos], is_pattern):
                         return DENIED_CHANNEL, pos
         return 0, 0
 
     def channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
+        """Whether the user's rules or any selector's allow the channel."""
+        return self._channel_allowed(channel, is_pattern) or any(
+            sel._channel_allowed(channel, is_pattern) for sel in self.selectors)
+
+    def _channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
         """Valkey's ACLCheckChannelAgainstList: a channel is matched against
-        the user's patterns, a subscribed pattern only equals one of them."""
+        the patterns, a subscribed pattern only equals one of them."""
         if self.allchannels:
             return True
         if is_pattern:
@@ -305,8 +336,10 @@ class User:
         self.first_args = {}
         self.allowed = set(table.everything()) if allow else set()
 
-    def apply(self, op: bytes, table: Table) -> None:
-        """One ACL SETUSER modifier (Valkey's ACLSetUser / ACLSetSelector)."""
+    def apply(self, op: bytes, table: Table, all_channels: bool = False) -> None:
+        """One ACL SETUSER modifier (Valkey's ACLSetUser / ACLSetSelector);
+        ``all_channels``: acl-pubsub-default allchannels, which a new
+        selector starts with."""
         if not op:
             return
         low = op.lower()
@@ -331,8 +364,12 @@ class User:
                 raise AclError(NO_SUCH_PASSWORD)
             self.passwords.remove(h)
         elif low == b"reset":
-            for sub in (b"resetpass", b"resetkeys", b"resetchannels", b"off", b"-@all"):
+            for sub in (b"resetpass", b"resetkeys", b"resetchannels", b"off", b"clearselectors", b"-@all"):
                 self.apply(sub, table)
+        elif low == b"clearselectors":
+            self.selectors = []
+        elif op[:1] == b"(" and op[-1:] == b")":
+            self.selectors.append(self.selector(op, table, all_channels))
         elif low in (b"allkeys", b"~*"):
             self.allkeys = True
             self.patterns = []
@@ -371,6 +408,22 @@ class User:
             self._update_rules(cmd.bname, False)
         else:
             raise AclError(SYNTAX)
+
+    def selector(self, op: bytes, table: Table, all_channels: bool) -> User:
+        """A selector from ``(rule rule ...)`` (Valkey's
+        aclCreateSelectorFromOpSet): no permission but those named; only
+        key, channel and command rules are allowed inside."""
+        sel = User(b"")
+        sel.allchannels = all_channels
+        text = split_args(op[1:-1].decode("utf-8", "surrogateescape"))
+        if text is None:
+            raise AclError(SYNTAX)
+        for word in (w.encode("utf-8", "surrogateescape") for w in text):
+            low = word.lower()
+            if low in _USER_ONLY or word[:1] in b"><#!(" or word[-1:] == b")":
+                raise AclError(SYNTAX)
+            sel.apply(word, table)
+        return sel
 
     def _add_pattern(self, op: bytes) -> None:
         if self.allkeys:
@@ -444,6 +497,35 @@ class User:
             if sub.lower() not in firsts:
                 firsts.append(sub.lower())
         self._update_rules(name, True)
+
+
+# Modifiers of a user that a selector does not take.
+_USER_ONLY = frozenset((b"on", b"off", b"nopass", b"resetpass", b"reset", b"clearselectors", b"sanitize-payload",
+                        b"skip-sanitize-payload"))
+
+
+def merge_selectors(args: Sequence[bytes]) -> list[bytes]:
+    """ACL SETUSER's arguments with each selector written over several of
+    them joined into one (Valkey's ACLMergeSelectorArguments); AclError
+    naming the argument where an unclosed one starts."""
+    out: list[bytes] = []
+    open_at = -1
+    current = b""
+    for i, op in enumerate(args):
+        if open_at < 0 and op[:1] == b"(" and op[-1:] != b")":
+            open_at, current = i, op
+            continue
+        if open_at >= 0:
+            current += b" " + op
+            if op[-1:] == b")":
+                open_at = -1
+                out.append(current)
+            continue
+        out.append(op)
+    if open_at >= 0:
+        raise AclError("Unmatched parenthesis in acl selector starting at '%s'."
+                       % args[open_at].decode("utf-8", "surrogateescape"))
+    return out
 
 
 def lookup(table: Table, name: bytes) -> Command | None:
@@ -604,9 +686,13 @@ class Acl:
         if old is None and all_channels:
             tmp.allchannels = True
         table = self.server.table
-        for op in ops:
+        try:
+            merged = merge_selectors(list(ops))
+        except AclError as e:
+            raise CommandError(b"ERR " + e.text.encode("utf-8", "surrogateescape")) from None
+        for op in merged:
             try:
-                tmp.apply(op, table)
+                tmp.apply(op, table, all_channels)
             except AclError as e:
                 raise CommandError(b"ERR Error in ACL SETUSER modifier '%s': %s" % (
                     op.split(b"\0", 1)[0], e.text.encode())) from None
@@ -686,10 +772,16 @@ class Acl:
                 continue
             u = users[name] = self._new_user(name)
             syntax = False
-            for op in words[2:]:
+            try:
+                ops = merge_selectors(words[2:])
+            except AclError:
+                errors.append(f"{filename}:{lineno}: Unmatched parenthesis in selector definition.")
+                continue
+            all_channels = u.allchannels
+            for op in ops:
                 op = op.strip(b"\t\r\n")
                 try:
-                    u.apply(op, table)
+                    u.apply(op, table, all_channels)
                 except AclError as e:
                     if e.text == UNKNOWN:  # Valkey shows the operation only for a name it does not know
                         errors.append(f"{filename}:{lineno}: Error in applying operation "
@@ -785,15 +877,21 @@ class Acl:
                     "is invalid. This setup is very likely to lead to configuration errors and security holes, "
                     "please define either an ACL file or declare users directly in your valkey.conf, but not both.")
         table = self.server.table
+        all_channels = cfg.values.get("acl-pubsub-default") == "allchannels"
         for name, *ops in cfg.users:
             u = self.users.get(name)
             if u is None:
                 u = self.users[name] = self._new_user(name)
             else:
                 u.apply(b"reset", table)  # only default can be declared again: it starts over
+            try:
+                ops = merge_selectors(ops)
+            except AclError as e:
+                self.server.log.warning(e.text)
+                return "Critical error while loading ACLs. Exiting."
             for op in ops:
                 try:
-                    u.apply(op, table)
+                    u.apply(op, table, all_channels)
                 except AclError as e:
                     self.server.log.warning(f"Error loading ACL rule '{op.decode(errors='replace')}' for the user "
                                             f"named '{name.decode(errors='replace')}': {e.text}")
