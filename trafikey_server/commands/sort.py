@@ -102,11 +102,14 @@ def _lookup(db: Db, pattern: bytes, subst: bytes) -> bytes | None:
     return None
 
 
-def _full_key_access(c: Client) -> bool:
-    """ACLUserCheckCmdWithUnrestrictedKeyAccess for a read: the user may
-    read every key (allkeys, or a ``*`` pattern that grants reads)."""
+def _full_key_access(c: Client, argv: list[bytes]) -> bool:
+    """Whether the client may read every key for this SORT (BY and GET
+    read keys built from patterns)."""
     user = c.acl
-    return user.allkeys or any(p == b"*" and int(fl) & READ for p, fl in user.patterns)
+    if user.unrestricted:
+        return True
+    cmd = c.server.table.lookup(argv[0])
+    return cmd is not None and user.full_key_access(cmd, argv, READ)
 
 
 def sort(c: Client, argv: list[bytes]) -> bytes:
@@ -148,7 +151,7 @@ def parse_sort(c: Client, argv: list[bytes], readonly: bool) -> SortOptions:
     refused on the spot under cluster slot checks or limited key
     permissions. The key itself is not read here."""
     o = SortOptions(readonly=readonly)
-    full_access = _full_key_access(c)
+    full_access = _full_key_access(c, argv)
     slot_checks = c.server.slot_checks
     n = len(argv)
     j = 2

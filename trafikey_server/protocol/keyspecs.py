@@ -44,6 +44,22 @@ def _set_flags(argv: Sequence[bytes]) -> list[KeyRef]:
     return [(1, ("OW", "update"))]
 
 
+def _bitfield_flags(argv: Sequence[bytes]) -> list[KeyRef]:
+    """BITFIELD only reads its key when every operation is a GET (with
+    OVERFLOW between): Valkey's bitfieldGetKeys. Anything else, a syntax
+    error included, counts as a write."""
+    i, argc = 2, len(argv)
+    while i < argc:
+        w, rest = word(argv[i]), argc - i - 1
+        if w == b"get" and rest >= 2:
+            i += 3
+        elif w == b"overflow" and rest >= 1:
+            i += 2
+        else:
+            return [(1, ("RW", "access", "update"))]
+    return [(1, ("RO", "access"))]
+
+
 def _sort_keys(argv: Sequence[bytes]) -> list[KeyRef]:
     """SORT's keys (Valkey's sortGetKeys): the sorted key, and the key
     after the last STORE found while skipping the arguments of LIMIT, GET
@@ -122,7 +138,8 @@ def _georadius_keys(argv: Sequence[bytes]) -> list[KeyRef]:
 # come from its options). Rows are matched by name; a row without an entry
 # here keeps its spec flags.
 _VARIABLE_FLAGS: dict[str, Callable[[Sequence[bytes]], list[KeyRef]]] = {
-    "set": _set_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys, "migrate": _migrate_keys,
+    "set": _set_flags, "bitfield": _bitfield_flags, "sort": _sort_keys, "sort_ro": _sort_ro_keys,
+    "migrate": _migrate_keys,
     "georadius": _georadius_keys, "georadiusbymember": _georadius_keys,
 }
 

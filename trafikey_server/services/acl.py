@@ -289,6 +289,18 @@ class User:
                         return DENIED_CHANNEL, pos
         return 0, 0
 
+    def full_key_access(self, cmd: Command, argv: Sequence[bytes], need: int) -> bool:
+        """Whether some selector (the user's own rules included) both lets
+        the request run and grants ``need`` on every key (Valkey's
+        ACLUserCheckCmdWithUnrestrictedKeyAccess): SORT's BY and GET read
+        keys no argument names."""
+        for sel in (self, *self.selectors):
+            if sel._denial(cmd, argv)[0]:
+                continue
+            if sel.allkeys or any(p == b"*" and fl & need == need for p, fl in sel.patterns):
+                return True
+        return False
+
     def channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
         """Whether the user's rules or any selector's allow the channel."""
         return self._channel_allowed(channel, is_pattern) or any(

@@ -66,3 +66,33 @@ def test_reset_and_clearselectors(users: Pair) -> None:
                     ("ACL", "SETUSER", "d", "on", "(~added)"), ("ACL", "GETUSER", "d"),
                     ("ACL", "SETUSER", "d", "clearselectors"), ("ACL", "GETUSER", "d"),
                     ("ACL", "SETUSER", "d", "(~again)", "reset"), ("ACL", "GETUSER", "d"))
+
+
+def test_sort_by_and_get_need_a_selector_reading_every_key(users: Pair) -> None:
+    """SORT's BY and GET read keys built from patterns: allowed only when a
+    selector that lets the SORT run also reads every key."""
+    users.check_all(("SET", "v1", "1"), ("LPUSH", "mylist", "1"))
+    for rules in (("(+sort ~mylist)",), ("(+sort ~mylist ~v*)",), ("(+sort ~mylist %W~*)",),
+                  ("(+sort ~mylist %R~*)",), ("+sort", "~mylist", "%R~*")):
+        users.check_all(("ACL", "DELUSER", "sorter"), ("ACL", "SETUSER", "sorter", "on", ">pw", *rules))
+        for side in (users.v, users.t):
+            assert side.call("AUTH", "sorter", "pw") == b"+OK\r\n"
+        users.check_all(("SORT", "mylist", "BY", "v*"), ("SORT", "mylist", "GET", "v*"), ("SORT", "mylist"))
+        for side in (users.v, users.t):
+            side.call("AUTH", "default", "x")
+    users.check_all(("ACL", "DELUSER", "sorter"), ("DEL", "v1", "mylist"))
+
+
+def test_bitfield_reads_when_every_operation_is_a_get(users: Pair) -> None:
+    users.check_all(("ACL", "SETUSER", "bf", "on", ">pw", "%R~read*", "%W~write*", "+@all"))
+    for side in (users.v, users.t):
+        assert side.call("AUTH", "bf", "pw") == b"+OK\r\n"
+    users.check_all(("BITFIELD", "readstr", "GET", "u4", "0"),
+                    ("BITFIELD", "readstr", "OVERFLOW", "SAT", "GET", "u4", "0"),
+                    ("BITFIELD", "readstr", "SET", "u4", "0", "1"),
+                    ("BITFIELD", "readstr", "GET", "u4", "0", "SET", "u4", "0", "1"),
+                    ("BITFIELD", "readstr", "INCRBY", "u4", "0", "1"), ("BITFIELD", "readstr", "GET", "u4"),
+                    ("BITFIELD", "writestr", "SET", "u4", "0", "1"), ("BITFIELD", "writestr", "GET", "u4", "0"))
+    for side in (users.v, users.t):
+        side.call("AUTH", "default", "x")
+    users.check_all(("ACL", "DELUSER", "bf"), ("DEL", "writestr"))
