@@ -877,20 +877,27 @@ local function ldb_levels()
     end
 end
 
+-- The locals of the frame at level (of the caller), as {name, value} pairs.
+local function ldb_locals(level)
+    local out, j = {}, 1
+    while true do
+        local n, v = dbg.getlocal(level + 1, j)
+        if n == nil then
+            return out
+        end
+        out[j] = {n, v}
+        j = j + 1
+    end
+end
+
 -- "print <name>": the value of the innermost local called name, or of
 -- KEYS or ARGV; nil when there is none.
 local function ldb_print(name)
     for _, level in ipairs(ldb_levels()) do
-        local j = 1
-        while true do
-            local n, v = dbg.getlocal(level, j)
-            if n == nil then
-                break
+        for _, pair in ipairs(ldb_locals(level)) do
+            if pair[1] == name then
+                return ldb_repr(pair[2], 0)
             end
-            if n == name then
-                return ldb_repr(v, 0)
-            end
-            j = j + 1
         end
     end
     if name == "KEYS" or name == "ARGV" then
@@ -903,16 +910,10 @@ end
 local function ldb_print_all()
     local out, level = {}, ldb_levels()[1]
     if level then
-        local j = 1
-        while true do
-            local n, v = dbg.getlocal(level, j)
-            if n == nil then
-                break
+        for _, pair in ipairs(ldb_locals(level)) do
+            if not string.find(pair[1], "(*temporary)", 1, true) then
+                out[#out + 1] = pair[1] .. " = " .. ldb_repr(pair[2], 0)
             end
-            if not string.find(n, "(*temporary)", 1, true) then
-                out[#out + 1] = n .. " = " .. ldb_repr(v, 0)
-            end
-            j = j + 1
         end
     end
     return out
