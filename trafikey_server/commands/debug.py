@@ -31,6 +31,7 @@ from ..services.config_rewrite import rewrite
 from ..services.limits import LOADING
 from ..util.errors import CommandError
 from ..util.parsing import parse_int
+from ..values.list import List
 from ..values.registry import BY_CLASS, of
 from .control import local_client
 from .keys import value_encoding
@@ -212,7 +213,16 @@ def _object(c: Client, argv: list[bytes]) -> bytes:
         out += b" serializedlength:%d" % (len(vt.rdb_save(v)[1]) if vt is not None else 0)
     field = db.use_field(key)
     idle = idle_ms(db.clock, field) // 1000 if db.lfu is None else 0
-    return status(out + b" lru:%d lru_seconds_idle:%d" % (field or 0, idle))
+    out += b" lru:%d lru_seconds_idle:%d" % (field or 0, idle)
+    if isinstance(v, List) and v.big:
+        # The quicklist's shape, as Valkey adds it.
+        nodes = v.quicklist_nodes()
+        compressed = int(c.server.config.values.get("list-compress-depth", 0) != 0)
+        out += b" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d" % (
+            len(nodes), len(v) / max(len(nodes), 1), v.fill, compressed)
+        if not fast:
+            out += b" ql_uncompressed_size:%d" % sum(n[1] for n in nodes)
+    return status(out)
 
 
 def _encoded_as(c: Client, key: bytes, encoding: bytes, refusal: bytes) -> object:

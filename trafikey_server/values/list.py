@@ -63,6 +63,17 @@ class List(deque[bytes]):
         # The listpack's bytes while the list is one (not kept once big).
         self.size = lp_bytes(self)
 
+    def quicklist_nodes(self) -> list[list[int]]:
+        """The quicklist's nodes, [count, listpack bytes, plain] each: those
+        followed, or (once a middle write lost them) the ones pushing every
+        element in turn would make."""
+        if self.nodes is not None:
+            return list(self.nodes)
+        nodes: deque[list[int]] = deque()
+        for e in self:
+            _node_push(nodes, self.fill, e, False)
+        return list(nodes)
+
     def push(self, items: list[bytes], head: bool) -> None:
         if head:
             self.extendleft(items)

@@ -430,3 +430,26 @@ def test_object_finds_a_key_past_its_time(debug_valkey: Proc, debug_trafikey: Pr
     finally:
         for w in (v, t):
             w.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+@pytest.mark.parametrize("depth", ["0", "1"])
+def test_debug_object_of_a_quicklist(debug_valkey: Proc, debug_trafikey: Proc, depth: str) -> None:
+    """A quicklist's shape after Valkey's fields: its nodes, their average
+    fill, the listpack limit, whether nodes are compressed, and (but under
+    FAST) the uncompressed size."""
+    seen = []
+    for p in (debug_valkey, debug_trafikey):
+        w = Wire(p.port)
+        w.call("FLUSHALL")
+        for name, value in (("list-max-listpack-size", "4"), ("list-compress-depth", depth)):
+            assert w.call("CONFIG", "SET", name, value) == b"+OK\r\n"
+        w.call("RPUSH", "l", *"abcdefghij")
+        w.call("RPUSH", "one", "x")
+        full = w.call("DEBUG", "OBJECT", "l")
+        fast = w.call("DEBUG", "OBJECT", "l", "FAST")
+        small = w.call("DEBUG", "OBJECT", "one")
+        seen.append((full[full.index(b" ql_"):], fast[fast.index(b" ql_"):], b" ql_" in small))
+        for name, value in (("list-max-listpack-size", "-2"), ("list-compress-depth", "0")):
+            w.call("CONFIG", "SET", name, value)
+        w.close()
+    assert seen[0] == seen[1]
