@@ -488,11 +488,13 @@ class Server:
         now = self.clock.ms()
         self.clock.lru = now // 1000
         if self.switches.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
+            t0 = time.perf_counter_ns()
             for db in self.dbs:
                 if db.expires and not db.expiry_paused:
                     db.sweep(now, 2000)
                 if db.volatile and not db.expiry_paused:  # hash fields with TTLs
                     db.sweep_fields(now, 2000)
+            self.observer.latency_event("expire-cycle", (time.perf_counter_ns() - t0) // 1000)
         self.snapshots.cron()
         rewrite_child(self).cron()
         if self.scripting.debugging.children:

@@ -262,6 +262,16 @@ class Observer:
         if self.monitors and not cmd.admin and "skip_monitor" not in flags and c is not self.server.blocking.rerunning:
             self.feed(c, redact(cmd, argv))
 
+    def latency_event(self, event: str, usec: int) -> None:
+        """A latency sample of work outside commands (Valkey's
+        latencyAddSampleIfNeeded: ``expire-cycle``, ...), kept when it
+        reaches latency-monitor-threshold."""
+        if self.changed:
+            self.changed = False
+            self.refresh()
+        if usec >= self.latency_us:
+            self._latency(event, usec // 1000)
+
     def _latency(self, event: str, ms: int) -> None:
         series = self.latency.get(event)
         if series is None:

@@ -18,7 +18,7 @@ import pytest
 import redis
 from helpers.pair import Pair
 from helpers.resp_wire import Wire
-from helpers.servers import Proc
+from helpers.servers import Proc, own_pair
 
 # -- INFO commandstats / errorstats for the job core ------------------------------------
 
@@ -413,3 +413,25 @@ def test_pause_survives_maxmemory_change(trafikey_server: Proc) -> None:
         ctl.call("CONFIG", "SET", "maxmemory", "0")
         ctl.call("CLIENT", "UNPAUSE")
         ctl.close()
+
+
+def test_latency_of_the_expire_cycle() -> None:
+    """Active expiry that takes past latency-monitor-threshold is sampled
+    as the ``expire-cycle`` event, as Valkey samples it."""
+    with own_pair() as (v, t):
+        events = []
+        for p in (v, t):
+            w = Wire(p.port)
+            w.call("CONFIG", "SET", "lazyfree-lazy-expire", "no")
+            for start in range(0, 300_000, 10_000):
+                w.call("SADD", "big", *range(start, start + 10_000))
+            w.call("CONFIG", "SET", "latency-monitor-threshold", "1")
+            w.call("PEXPIRE", "big", "20")
+            deadline = time.monotonic() + 5
+            # DBSIZE, not EXISTS: a lookup would expire the key itself
+            while w.call("DBSIZE") != b":0\r\n" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            latest = w.call("LATENCY", "LATEST")
+            events.append(b"$12\r\nexpire-cycle\r\n" in latest)
+            w.close()
+        assert events == [True, True]
