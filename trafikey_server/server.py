@@ -53,6 +53,7 @@ from .services.tracking import Tracking
 from .util import native, rand
 from .util.clock import Clock
 from .util.log import NOTICE, Log, logo
+from .util.oom import PRIMARY, OomScore
 from .util.versions import REDIS_COMPAT_VERSION, VALKEY_VERSION
 from .values import registry as valuetypes
 from .values.set import SetValue
@@ -118,6 +119,7 @@ class Server:
         # A transaction's commands are running (Valkey's server.in_exec):
         # what would fork now (the log turned on) waits for the cron.
         self.in_exec = False
+        self.oom = OomScore()  # oom-score-adj (util/oom.py)
         self.shutdown_signal = 0
         # The crash report and SIGALRM's stacks (crash.py), installed by serve_forever.
         self.crash = Crash(self)
@@ -344,6 +346,10 @@ class Server:
             log.notice(f"Running mode=standalone, port={shown}.")
         log.notice("Server initialized")
         log.notice(native.describe())  # which kernels run compiled (util/native.py)
+        v = self.config.values
+        if v["oom-score-adj"] != "no" and not self.oom.apply(v["oom-score-adj"], v["oom-score-adj-values"], PRIMARY,
+                                                              log.warning):
+            log.warning("Failed to set current oom_score_adj. Check server logs.")
         refused = self.acl.load_at_startup()  # `user` lines, or aclfile
         if refused is not None:
             raise StartupError(refused)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 from ..util.confsyntax import quote, split_args
 from ..util.floats import parse_double
 from ..util.log import LEVELS
+from ..util.oom import PRIMARY, OomScore
 from ..util.parsing import to_int
 from . import notify
 
@@ -395,10 +396,12 @@ class SettingsHost(Protocol):
     take the server as their own module types it."""
 
     acl: Acl
+    config: Config
     latency_tracking: bool
     log: Log
     notify: Notify
     observer: Observer
+    oom: OomScore
     slot_checks: bool
 
     def refresh_limits(self) -> None: ...
@@ -436,6 +439,14 @@ def _apply_port(server: SettingsHost, value: int) -> None:
 def _apply_bind(server: SettingsHost, value: str) -> None:
     if not server.relisten():
         raise ConfigError("Failed to bind to specified addresses.")
+
+
+def _apply_oom(server: SettingsHost, value: object) -> None:
+    """oom-score-adj and its values: the process's score set now; a score
+    /proc refuses is refused, and the option rolls back."""
+    v = server.config.values
+    if not server.oom.apply(v["oom-score-adj"], v["oom-score-adj-values"], PRIMARY, server.log.warning):
+        raise ConfigError("Failed to set current oom_score_adj. Check server logs.")
 
 
 def _apply_requirepass(server: SettingsHost, value: str) -> None:
@@ -688,7 +699,7 @@ def _options() -> list[Option]:
     N("min-replicas-max-lag", 10, 0, 2147483647, aliases=("min-slaves-max-lag",), apply=_apply_min_replicas),
     N("min-replicas-to-write", 0, 0, 2147483647, aliases=("min-slaves-to-write",), apply=_apply_min_replicas),
     B("no-appendfsync-on-rewrite", False),
-    E("oom-score-adj", "no", ("no", "yes", "relative", "absolute"), synonyms={"relative": "yes"}),
+    E("oom-score-adj", "no", ("no", "yes", "relative", "absolute"), synonyms={"relative": "yes"}, apply=_apply_oom),
     N("port", 6379, 0, 65535, apply=_apply_port),
     N("prefetch-batch-max-size", 16, 0, 128),
     S("primaryauth", "", aliases=("masterauth",), sensitive=True),
@@ -805,7 +816,7 @@ def _options() -> list[Option]:
     X("save", "3600 1 300 100 60 10000", _save, apply=_apply_disk_error),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
       _obuf_limits, apply=_apply_obuf),
-    X("oom-score-adj-values", "0 200 800", _oom_values),
+    X("oom-score-adj-values", "0 200 800", _oom_values, apply=_apply_oom),
     X("notify-keyspace-events", 0, _keyspace_events, shower=notify.flags_text, apply=_apply_keyspace_events),
     X("latency-tracking-info-percentiles", "50 99 99.9", _percentiles),
     X("dir", "", _dir, protected=True),

@@ -8,12 +8,21 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from ...util.oom import CHILD
+
+if TYPE_CHECKING:
+    from ...services.config import Config
+    from ...util.oom import OomScore
 
 
 class ForkHost(Protocol):
-    """What a fork records on the server (server.py), for INFO stats."""
+    """What a fork records on the server (server.py), for INFO stats, and
+    the OOM score a child takes."""
 
+    config: Config
+    oom: OomScore
     total_forks: int
     latest_fork_usec: int
 
@@ -41,6 +50,8 @@ def fork(server: ForkHost, work: Callable[[], object], what: str) -> int:
                 signal.set_wakeup_fd(-1)
             except ValueError:
                 pass
+            v = server.config.values
+            server.oom.apply(v["oom-score-adj"], v["oom-score-adj-values"], CHILD, None)  # a child goes first
             work()
             code = 0
         except BaseException as e:  # the child reports through its exit code

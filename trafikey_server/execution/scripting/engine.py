@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ...services.switches import Switches
     from ...util.clock import Clock
     from ...util.log import Log
+    from ...util.oom import OomScore
     from ..persist.aof import Aof
     from .busy import Busy
     from .debugger import Session
@@ -76,6 +77,7 @@ class EngineHost(Protocol):
     table: Table
     total_forks: int
     latest_fork_usec: int
+    oom: OomScore
 
     def count_error(self, msg: bytes) -> None: ...
     def internal_client(self) -> Client: ...
