@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from helpers.aof_util import keyspace
 from helpers.pair import Pair
-from helpers.resp_wire import Wire, encode
+from helpers.resp_wire import Wire, encode, wait_blocked
 from helpers.servers import Proc, own_pair, start_trafikey, start_valkey
 
 FILL = "local a = {} for i = 1, %d do a[i] = 'k' .. i end\n"
@@ -291,6 +291,7 @@ def test_busy_script_that_wrote_with_the_log_on() -> None:
             out = []
             admin, caller, blocked, namer = (Wire(proc.port) for _ in range(4))
             blocked.send_raw(encode("BLPOP", "x", "0"))
+            wait_blocked(admin)  # blocked before the script starts, not read by the busy loop
             out.append(admin.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"))
             caller.send_raw(encode("EVAL", _WAIT_FOR_NAME, "1", "x"))
             out.append(_busy(admin))
