@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...services.observe import quote
 from ...util.errors import CommandError
+from ...util.parsing import to_int
 from ..persist import child
 
 if TYPE_CHECKING:
@@ -472,7 +473,7 @@ class Session:
         if len(argv) == 1:
             self.log(b"Current maxlen is %d" % self.maxlen)
             return
-        n = _strict_int(argv[1])
+        n = to_int(argv[1])
         if n is None or n < 0:
             self.log(b"<error> Invalid maxlen value.")
             return
@@ -494,7 +495,7 @@ class Session:
                 self.log_source_line(n)
             return
         for arg in argv[1:]:
-            line = _strict_int(arg)
+            line = to_int(arg)
             if line is None:
                 self.log(b"Invalid argument:'%s'" % arg)
                 continue
@@ -515,17 +516,6 @@ class Session:
                 self.log(b"Breakpoint removed.")
             else:
                 self.log(b"No breakpoint in the specified line.")
-
-
-def _strict_int(arg: bytes) -> int | None:
-    """Valkey's string2l: a whole decimal long, no blanks or leading zeros."""
-    if not arg or len(arg) > 20:
-        return None
-    body = arg[1:] if arg[:1] == b"-" else arg
-    if not body.isdigit() or (len(body) > 1 and body[:1] == b"0") or (body == b"0" and arg[:1] == b"-"):
-        return None
-    n = int(arg)
-    return n if -(2**63) <= n < 2**63 else None
 
 
 class Debugging:
