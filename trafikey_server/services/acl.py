@@ -301,6 +301,19 @@ class User:
                 return True
         return False
 
+    def take(self, other: User) -> None:
+        """Become other, in place (clients keep pointing at this object)."""
+        for slot in User.__slots__:
+            setattr(self, slot, getattr(other, slot))
+
+    def refuses_subscriptions(self, c: Client) -> bool:
+        """Whether one of c's subscriptions is no longer allowed (Valkey's
+        ACLShouldKillPubsubClient)."""
+        return bool(c.subscriptions) and (
+            any(not self.channel_allowed(p, True) for p in c.patterns)
+            or any(not self.channel_allowed(ch, False) for ch in c.channels)
+            or any(not self.channel_allowed(ch, False) for ch in c.shard_channels))
+
     def channel_allowed(self, channel: bytes, is_pattern: bool) -> bool:
         """Whether the user's rules or any selector's allow the channel."""
         return self._channel_allowed(channel, is_pattern) or any(
@@ -516,6 +529,14 @@ _USER_ONLY = frozenset((b"on", b"off", b"nopass", b"resetpass", b"reset", b"clea
                         b"skip-sanitize-payload"))
 
 
+def default_user(table: Table) -> User:
+    """Valkey's default user as created: everything, no password."""
+    d = User(b"default")
+    for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+        d.apply(op, table)
+    return d
+
+
 def merge_selectors(args: Sequence[bytes]) -> list[bytes]:
     """ACL SETUSER's arguments with each selector written over several of
     them joined into one (Valkey's ACLMergeSelectorArguments); AclError
@@ -639,9 +660,7 @@ class Acl:
         self.server = server
         self.log = AclLog(server)
         self.users: dict[bytes, User] = {}
-        d = User(b"default")
-        for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
-            d.apply(op, server.table)
+        d = default_user(server.table)
         self.default = d
         self.users[b"default"] = d
         self.set_requirepass(server.config.requirepass)
@@ -694,9 +713,7 @@ class Acl:
         subscriptions the new rules no longer allow are disconnected."""
         old = self.users.get(name)
         all_channels = self.server.config.values.get("acl-pubsub-default") == "allchannels"
-        tmp = old.copy() if old is not None else User(name)
-        if old is None and all_channels:
-            tmp.allchannels = True
+        tmp = old.copy() if old is not None else self._new_user(name)
         table = self.server.table
         try:
             merged = merge_selectors(list(ops))
@@ -714,8 +731,7 @@ class Acl:
             self.users[name] = tmp
         else:
             self._kill_subscribers(old, tmp, current)
-            for slot in User.__slots__:
-                setattr(old, slot, getattr(tmp, slot))
+            old.take(tmp)
         self.changed()
 
     def _kill_subscribers(self, old: User, new: User, current: Client | None) -> None:
@@ -729,11 +745,7 @@ class Acl:
         if not old.allchannels and all(ch in new.channels for ch in old.channels):
             return
         for c in list(server.clients.values()):
-            if c.acl is not old or not c.subscriptions:
-                continue
-            if (any(not new.channel_allowed(p, True) for p in c.patterns)
-                    or any(not new.channel_allowed(ch, False) for ch in c.channels)
-                    or any(not new.channel_allowed(ch, False) for ch in c.shard_channels)):
+            if c.acl is old and new.refuses_subscriptions(c):
                 close_client(c, current)
 
     def delete(self, names: Sequence[bytes], current: Client) -> int:
@@ -818,28 +830,18 @@ class Acl:
         users, errors = self.parse_file(text, filename)
         if errors:
             return errors + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
-        new_default = users.get(b"default")
-        if new_default is None:
-            new_default = User(b"default")
-            for op in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
-                new_default.apply(op, self.server.table)
-        old_users = self.users
-        for slot in User.__slots__:  # the default user is referenced everywhere: changed in place
-            setattr(self.default, slot, getattr(new_default, slot))
+        new_default = users.get(b"default") or default_user(self.server.table)
+        self.default.take(new_default)  # the default user is referenced everywhere: changed in place
         users[b"default"] = self.default
         self.users = users
         for c in list(self.server.clients.values()):
             if c.acl is self.default:
                 continue
             u = users.get(c.acl.name)
-            if u is None or (c.subscriptions and (
-                    any(not u.channel_allowed(p, True) for p in c.patterns)
-                    or any(not u.channel_allowed(ch, False) for ch in c.channels)
-                    or any(not u.channel_allowed(ch, False) for ch in c.shard_channels))):
+            if u is None or u.refuses_subscriptions(c):
                 close_client(c, current)
                 continue
             c.acl = u
-        del old_users
         self.changed()
         return None
 
