@@ -129,8 +129,12 @@ class Aof:
             self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
             self.thread.start()
 
+    def temp_incr_name(self) -> str:
+        """Valkey's getTempIncrAofName: where records wait for the first base."""
+        return mf.TEMP_PREFIX + self.filename + ".incr"
+
     def temp_incr_path(self) -> str:
-        return os.path.join(self.dirname, mf.TEMP_PREFIX + self.filename + ".incr")
+        return os.path.join(self.dirname, self.temp_incr_name())
 
     def open_temp_incr(self) -> None:
         """A rewrite child starts while waiting: what is logged from now on
@@ -138,7 +142,7 @@ class Aof:
         child's snapshot)."""
         self.flush()
         fd = os.open(self.temp_incr_path(), os.O_WRONLY | os.O_TRUNC | os.O_CREAT | os.O_APPEND, 0o644)
-        self.server.log.notice(f"Creating AOF incr file {mf.TEMP_PREFIX}{self.filename}.incr on background rewrite")
+        self.server.log.notice(f"Creating AOF incr file {self.temp_incr_name()} on background rewrite")
         with self.lock:
             old, self.fd = self.fd, fd
             if old >= 0:
@@ -153,8 +157,7 @@ class Aof:
             old, self.fd = self.fd, -1
             if old >= 0:
                 os.close(old)
-        name = mf.TEMP_PREFIX + self.filename + ".incr"
-        self.server.log.notice(f"Removing the temp incr aof file {name} in the background")
+        self.server.log.notice(f"Removing the temp incr aof file {self.temp_incr_name()} in the background")
         try:
             os.unlink(self.temp_incr_path())
         except OSError:

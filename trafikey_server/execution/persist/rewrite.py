@@ -96,10 +96,9 @@ def child_base(server: PersistHost, as_rdb: bool) -> str:
     """In a rewrite child: the new base, written to the temporary file named
     after the child (``temp-rewriteaof-bg-<pid>.aof`` in ``dir``, where
     Valkey writes it too); its path."""
-    name = f"temp-rewriteaof-bg-{os.getpid()}.aof"
     path = temp_base(server, os.getpid())
     write_snapshot(server, path, as_rdb)
-    server.log.notice(f"Successfully created the temporary AOF base file {name}")
+    server.log.notice(f"Successfully created the temporary AOF base file {os.path.basename(path)}")
     return path
 
 
@@ -297,8 +296,7 @@ class Rewriter(RewriteChild):
             aof.flush()
             part = m.new_incr(aof.filename)
             os.replace(aof.temp_incr_path(), os.path.join(aof.dirname, part.name))
-            log.notice(f"Successfully renamed the temporary AOF incr file {mf.TEMP_PREFIX}{aof.filename}.incr "
-                       f"into {part.name}")
+            log.notice(f"Successfully renamed the temporary AOF incr file {aof.temp_incr_name()} into {part.name}")
         m.retire_incrs(keep_last=True)
         mf.store(m, aof.dirname, aof.filename)
         aof.waiting = False
