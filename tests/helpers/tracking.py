@@ -8,6 +8,7 @@ between the servers, so a scenario writes them as ``<id:name>``."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -96,12 +97,29 @@ class Env:
         self.log.append(b" ".join(f for f in lst.split() if f.startswith((b"flags=", b"redir=", b"id="))))
 
     def expire_now(self, w: Wire, key: str) -> None:
-        """Give key a TTL that runs out at once (the active sweep will find it)."""
-        if self.ours:
-            w.call("PEXPIRE", key, 10)
-            w.call("TRAFIKEY.CLOCK", "ADVANCE", 20)
-        else:
-            w.call("PEXPIRE", key, 5)
+        """Give key a TTL that runs out at once, and return once the active
+        sweep has removed it: what the expiry sends is then already on its
+        way, before anything the scenario does next. The side connection
+        that watches reads INFO only, which touches no key."""
+        side = Wire(self.port)
+        try:
+            before = self._expired(side)
+            if self.ours:
+                w.call("PEXPIRE", key, 10)
+                w.call("TRAFIKEY.CLOCK", "ADVANCE", 20)
+            else:
+                w.call("PEXPIRE", key, 5)
+            deadline = time.monotonic() + 10
+            while self._expired(side) == before:
+                assert time.monotonic() < deadline, f"{key} was not expired by the sweep"
+                time.sleep(0.01)
+        finally:
+            side.close()
+
+    @staticmethod
+    def _expired(side: Wire) -> int:
+        info = side.call("INFO", "stats")
+        return int(re.search(rb"expired_keys:(\d+)", info).group(1))  # type: ignore[union-attr]
 
     def close(self) -> None:
         for w in self.wires:

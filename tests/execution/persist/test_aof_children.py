@@ -9,6 +9,7 @@ test's length on both servers, as Valkey's own units use it.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import redis
@@ -141,6 +142,8 @@ def test_appendonly_turned_on_and_off_within_a_transaction() -> None:
             w.close()
         assert replies[0] == replies[1]
         assert replies[1][5] == b"*2\r\n+OK\r\n+OK\r\n"
+        for p in (v, t):  # the first base is scheduled, started by the cron: wait as Valkey's harness does
+            _until(partial(_written, redis.Redis(port=p.port)), "the scheduled rewrite did not end")
         d = redis.Redis(port=t.port, decode_responses=True).config_get("dir")["dir"]
         manifest = (Path(d) / "appendonlydir" / "appendonly.aof.manifest").read_text()
         assert [line.split()[-1] for line in manifest.splitlines()].count("b") == 1, manifest
@@ -150,6 +153,12 @@ def test_appendonly_turned_on_and_off_within_a_transaction() -> None:
         assert (r.get("k"), r.get("after")) == (b"v", b"1")
     finally:
         again.stop()
+
+
+def _written(r: redis.Redis) -> bool:
+    """No rewrite running or scheduled, and the log on (the first base written)."""
+    info = r.info("persistence")
+    return (info["aof_rewrite_in_progress"], info["aof_rewrite_scheduled"], info["aof_enabled"]) == (0, 0, 1)
 
 
 def _first_lines(p: Proc) -> list[str]:
