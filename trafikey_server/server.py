@@ -19,7 +19,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Final
 
 from . import __version__
-from .commands.client import info_line
+from .commands.client import info_line, log_info
 from .crash import Crash
 from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
@@ -41,6 +41,7 @@ from .services import limits
 from .services.acl import Acl
 from .services.blocking import Blocking
 from .services.client import Client
+from .services.clientmem import ClientMemory
 from .services.config import Config
 from .services.faults import Faults
 from .services.memory import Memory
@@ -154,6 +155,10 @@ class Server:
         self.aof: Aof | None = None
         self.loading = False
         # -- limits (limits.py) --
+        # Client memory and maxmemory-clients' eviction (clientmem.py); the
+        # log names an evicted client by its CLIENT LIST line.
+        self.client_memory = ClientMemory(self)
+        self.client_memory.describe = log_info
         self.memory = Memory(self)  # used memory and evictions (memory.py)
         self.memory.apply_policy()
         self.base_table = self.table
@@ -276,6 +281,7 @@ class Server:
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
         self.clients.pop(c.id, None)
         self.connections.pop(c.id, None)
+        self.client_memory.forget(c)
         if c.blocked is not None:
             self.blocking.forget(c)
         if self.observer.monitors:

@@ -3,10 +3,10 @@ connections (LIST, INFO, KILL) in Valkey's format.
 
 A connection's line in CLIENT LIST is Valkey's field list, in Valkey's
 order, so tools that split it on spaces and ``=`` (redis-cli, client
-libraries, dashboards) find every field they expect. Fields that describe
-Valkey's own buffers are reported as Valkey reports them for an idle
-connection: the reply buffer is one 16 KiB block and memory is that block
-plus the current request's arguments (see ``_line``).
+libraries, dashboards) find every field they expect. The buffer and
+memory fields are Valkey's model of the connection (services/clientmem.py):
+the query buffer, the 16 KiB reply buffer and the output past it, the
+arguments of the request in hand and the transaction state.
 """
 
 from __future__ import annotations
@@ -17,29 +17,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..protocol.args import cstr, word
 from ..protocol.resp import OK, array, bulk, integer
+from ..services.clientmem import REPLY_BUFFER, buffers, queue_of
 from ..services.kill import kill_client as _kill
 from ..util.errors import CommandError, syntax
 from ..util.parsing import to_int
 from .connection import set_client_name
 
 if TYPE_CHECKING:
-    from ..protocol.table import Command
     from ..services.client import Client
 
-    Queue = list[tuple[Command, list[bytes]]]
 
-# Valkey's reply buffer for a new connection (16 KiB plus allocator slack),
-# and what the client struct and that buffer cost before any request.
-_REPLY_BUFFER = 16392
-_BASE_MEMORY = 16976
-_POINTER = 8
-# Valkey 9.1's sizes for transaction state: a queue slot (multiCmd), a
-# watched key (watchedKey with its list node), a per-database hashtable of
-# watched keys and one of its 64-byte buckets (7 keys each).
-_MULTI_CMD = 32
-_WATCHED_KEY = 80
-_HASHTABLE = 80
-_BUCKET = 64
 # Client types CLIENT LIST / KILL accept; connections here are "normal", or
 # "pubsub" while subscribed (Valkey's getClientType).
 _TYPES = {b"normal": "normal", b"master": "primary", b"primary": "primary", b"slave": "replica",
@@ -199,7 +186,10 @@ def _on_off(arg: bytes) -> bool:
 
 
 def client_no_evict(c: Client, argv: list[bytes]) -> bytes:
+    """In or out of eviction's buckets at once; an evictable client over
+    the limit goes at the end of the turn, as in Valkey's beforeSleep."""
     c.no_evict = _on_off(argv[2])
+    c.server.client_memory.update(c)
     return OK
 
 
@@ -262,84 +252,39 @@ def _paused(c: Client) -> bool:
     return _held(c) is not None
 
 
-def _queue(c: Client) -> Queue:
-    """The commands in the transaction state: the MULTI queue, or while EXEC
-    runs the queue it runs (Valkey frees it only afterwards)."""
-    if c.in_exec:
-        return c.exec_queue
-    return c.multi or []
-
-
-def _multi_mem(queue: Queue) -> int:
-    """Valkey counts a queued command as its argument bytes plus one pointer
-    per argument."""
-    return sum(sum(map(len, args)) + _POINTER * len(args) for _, args in queue)
-
-
-def _slots(n: int) -> int:
-    """Valkey's queue array: 2 slots for the first command, doubled when full."""
-    return 0 if n == 0 else max(2, 1 << (n - 1).bit_length())
-
-
-def _transaction_memory(c: Client, queue: Queue, multi_mem: int) -> int:
-    """What Valkey 9.1 counts in tot-mem for a client's transaction state
-    (multiStateMemOverhead): the queued arguments, the queue's slots, one
-    entry per watched key, an array of per-database table pointers once the
-    client has watched, and each database's table (kept, empty, after
-    UNWATCH). A table's bucket count is exact up to 7 keys per database and
-    an estimate beyond (Valkey's depends on its hash seed)."""
-    mem = multi_mem + _MULTI_CMD * _slots(len(queue)) + _WATCHED_KEY * len(c.watched)
-    if c.watch_dbs:
-        per_db: dict[int, int] = {}
-        for db, _ in c.watched:
-            per_db[db.id] = per_db.get(db.id, 0) + 1
-        mem += _POINTER * len(c.server.dbs)
-        for dbid in c.watch_dbs:
-            n = per_db.get(dbid, 0)
-            buckets = 0 if n == 0 else 1 << (-(-n // 7) - 1).bit_length()
-            mem += _HASHTABLE + _BUCKET * buckets
-    return mem
-
-
-def _pending_output(c: Client) -> int:
-    """Replies the caller has produced but not yet sent: those of earlier
-    requests in the same read, and inside EXEC the transaction's reply so
-    far. Valkey holds them in the reply buffer (obl=) until the read is done."""
+def _unsent_here(c: Client) -> int:
+    """Replies the caller has produced that its connection does not hold
+    yet: those of earlier requests in the same read, and inside EXEC the
+    transaction's reply so far (Valkey has them in its output buffer)."""
     n = sum(map(len, c.out)) if c.out else 0
     if c.in_exec:
         n += sum(map(len, c.exec_out))
-    return min(n, _REPLY_BUFFER)
+    return n
 
 
 def _line(c: Client, caller: Client, argv: list[bytes], now: float) -> str:
     """The CLIENT LIST line of c. Only the caller is in the middle of a
-    request, so only its line shows argument memory and unsent output, as on
-    Valkey. Inside EXEC Valkey keeps EXEC's argument bytes but counts the
-    running command's argument pointers."""
+    request, so only its line shows argument memory and output it has not
+    handed to its connection yet, as on Valkey. Inside EXEC Valkey keeps
+    EXEC's argument bytes but counts the running command's argument
+    pointers. A blocked client keeps its request's arguments."""
+    conn = c.server.connections.get(c.id)
     if c is caller:
-        argv_mem = sum(map(len, c.exec_argv if c.exec_argv is not None else argv))
-        argv_ptrs = _POINTER * len(argv)
-        obl = _pending_output(c)
+        held = c.exec_argv if c.exec_argv is not None else argv
+        b = buffers(c, conn, held, _unsent_here(c), len(argv))
     else:
-        argv_mem = argv_ptrs = obl = 0
-        held = _held(c)
-        if held is not None:  # a blocked client keeps its request's arguments
-            argv_mem = sum(map(len, held))
-            argv_ptrs = _POINTER * len(held)
-    queue = _queue(c)
-    multi_mem = _multi_mem(queue)
+        b = buffers(c, conn, None if conn is None else conn.held)
     # Valkey 9 shows -1 until the connection first used MULTI or WATCH.
-    multi = len(queue) if c.mstate else -1
-    tot_mem = _BASE_MEMORY + argv_mem + argv_ptrs + _transaction_memory(c, queue, multi_mem)
+    multi = len(queue_of(c)) if c.mstate else -1
     now_s = int(now)
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={_text(c.name)} "
         f"age={now_s - c.ctime} idle={now_s - int(c.last_interaction)} flags={_flags(c)} "
         f"capa={'r' if c.capa_redirect else ''} "
         f"db={c.db.id} sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
-        f"multi={multi} watch={len(c.watched)} qbuf=0 qbuf-free=0 "
-        f"argv-mem={argv_mem} multi-mem={multi_mem} rbs={_REPLY_BUFFER} rbp={_REPLY_BUFFER} obl={obl} oll=0 "
-        f"omem=0 tot-mem={tot_mem} events=r "
+        f"multi={multi} watch={len(c.watched)} qbuf={b.qbuf} qbuf-free={b.qbuf_free} "
+        f"argv-mem={b.argv_mem} multi-mem={b.multi_mem} rbs={REPLY_BUFFER} rbp={REPLY_BUFFER} obl={b.obl} "
+        f"oll={b.oll} omem={b.omem} tot-mem={b.tot_mem} events=r "
         f"cmd={_text(c.last_cmd)} user={_text(c.user)} redir={_redir(c)} resp={c.resp} lib-name={_text(c.lib_name)} "
         f"lib-ver={_text(c.lib_ver)} tot-net-in={c.tot_net_in} tot-net-out={c.tot_net_out} "
         f"tot-cmds={c.tot_cmds}\n"

@@ -354,6 +354,7 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.expired_fields = 0
     srv.scripting.evicted = 0
     srv.memory.reset_stats()
+    srv.client_memory.evicted = 0
     srv.faults.reset_stats()
     return OK
 

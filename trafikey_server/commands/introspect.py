@@ -338,7 +338,7 @@ def memory_stats(c: Client, argv: list[bytes]) -> bytes:
 
     for name, v in ((b"peak.allocated", peak), (b"total.allocated", rss), (b"startup.allocated", startup),
                     (b"replication.backlog", 0), (b"replicas.repl.buffer", 0), (b"clients.slaves", 0),
-                    (b"clients.normal", 0), (b"cluster.links", 0), (b"cluster.slot_import", 0),
+                    (b"clients.normal", s.client_memory.total), (b"cluster.links", 0), (b"cluster.slot_import", 0),
                     (b"cluster.slot_export", 0), (b"aof.buffer", 0), (b"lua.caches", 0),
                     (b"functions.caches", 0)):
         put(name, integer(v))

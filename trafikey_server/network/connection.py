@@ -20,7 +20,9 @@ the arguments, and any terminator without its CR leaves the count short
 The reads since the last request boundary are kept by reference (never
 copied) for the replay. A request that grows past ``RETAIN_LIMIT`` in flight
 with large arguments moves to the exact parser, which holds one copy of it
-as hiredis would; one of many small arguments stays on hiredis.
+where hiredis and the replay would hold two, and knows the bulk it is
+reading, as client memory counts it; one of many small arguments stays on
+hiredis.
 
 When the compiled reader is built (protocol/creader.pyx), it replaces
 hiredis and the checks above, chosen once at import: one call per read
@@ -45,7 +47,8 @@ from ..commands.client import log_info
 from ..execution.dispatch import POSTPONED, execute
 from ..protocol.parser import INLINE_MAX, PyParser
 from ..services.client import Client
-from ..services.limits import BulkSearch, admit, check_output, obuf_class, query_buffer_exceeded
+from ..services.clientmem import BIG_ARG
+from ..services.limits import BulkSearch, admit, check_output, measure, obuf_class, query_buffer_exceeded
 from ..util import native
 from ..util.errors import ProtocolError
 from ..util.log import VERBOSE
@@ -65,6 +68,7 @@ class KernelReader(Protocol):
     def idle(self) -> bool: ...
 
     def len(self) -> int: ...
+    def open_bulk(self) -> int: ...
     def feed(self, data: bytes, max_bulk: int, out: list[list[bytes]]) -> bytes | None: ...
 
 
@@ -76,7 +80,8 @@ _k: Final = native.load("protocol.creader")
 # reader. The server takes the fastest built; the tests take each in turn.
 EXACT, HIREDIS, KERNEL = 0, 1, 2
 
-RETAIN_LIMIT: Final = 1 << 22
+# Valkey reads a bulk this long into a query buffer of its own (PROTO_MBULK_BIG_ARG).
+RETAIN_LIMIT: Final = BIG_ARG
 # hiredis allocates a request's whole argument list as soon as it reads the
 # count (a ``*300000000`` header would ask for gigabytes) and waits patiently
 # for a bulk of any declared size, where Valkey grows lazily and refuses a
@@ -296,6 +301,9 @@ class Connection(asyncio.Protocol):
             c.closing = True
             out.clear()
         self._send(c, out)
+        server = self.server
+        if server.client_memory.limit:  # maxmemory-clients: the read grew the buffers
+            measure(server, self, c)
 
     def _send(self, c: Client, out: list[bytes]) -> None:
         """Queue a read's replies for the end of the turn, as Valkey fills
@@ -340,6 +348,33 @@ class Connection(asyncio.Protocol):
             return
         self.pending = [payload]
         self._queue(self.server)
+
+    def query_buffer(self) -> tuple[int, int]:
+        """Valkey's query buffer: the bytes read and not yet made into
+        arguments (qbuf=), and what it costs, which for a bulk of
+        ``BIG_ARG`` or more is the whole bulk from when its length is read
+        (Valkey allocates it then). Reads held behind CLIENT PAUSE or a
+        blocked request wait in it too."""
+        py = self.py
+        reader = self.reader
+        if py is not None:
+            n, bulk = len(py.buf) - py.pos, py.open_bulk()
+        elif self.mode == KERNEL:
+            if TYPE_CHECKING:
+                assert not isinstance(reader, hiredis.Reader)
+            n, bulk = reader.len(), reader.open_bulk()
+        else:  # hiredis: the open request from its start (under RETAIN_LIMIT)
+            n, bulk = (0 if self.boundary else self.retained_len), -1
+        if self.held_data:
+            n += sum(map(len, self.held_data))
+        return n, (max(n, bulk + 2) if bulk >= BIG_ARG else n)
+
+    def unsent(self) -> int:
+        """Output produced for the client and not yet taken by the socket:
+        queued for the end of the turn, or held by the transport."""
+        n = sum(map(len, self.pending)) if self.pending else 0
+        transport = self.transport
+        return n if transport is None else n + transport.get_write_buffer_size()
 
     def _queue(self, server: Server) -> None:
         """Have this connection written at the end of the turn."""
@@ -726,12 +761,18 @@ class Connection(asyncio.Protocol):
 
 
 def flush_writes(server: Server) -> None:
-    """End of the event loop's turn: every connection with output writes."""
+    """End of the event loop's turn: every connection with output writes;
+    under maxmemory-clients, what the socket did not take is measured."""
     queue = server.write_queue
     server.write_queue = []
     for conn in queue:
         if conn.pending is not None:
             conn.flush()
+    if server.client_memory.limit:
+        for conn in queue:
+            c = conn.client
+            if c is not None and not c.closing:
+                measure(server, conn, c)
 
 
 def format_addr(info: object) -> str:

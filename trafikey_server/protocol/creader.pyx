@@ -69,6 +69,11 @@ cdef class Reader:
         """The bytes read and not yet made into arguments: the query buffer."""
         return self.size - self.pos
 
+    cpdef long long open_bulk(self):
+        """The length of the bulk being read (its header read, its bytes
+        not all in), -1 when none is."""
+        return self.bulk if self.size and self.left else -1
+
     cdef int _reserve(self, Py_ssize_t need) except -1:
         cdef Py_ssize_t cap = self.cap if self.cap else 4096
         cdef char *p

@@ -50,6 +50,11 @@ class PyParser:
         """True when no partial request is buffered."""
         return self.pos == len(self.buf) and self._left == 0
 
+    def open_bulk(self) -> int:
+        """The length of the bulk being read (its header read, its bytes
+        not all in), -1 when none is."""
+        return self._bulklen if self._left else -1
+
     def next(self) -> list[bytes] | None:
         """The next complete request (possibly empty, to be skipped), or None
         when more input is needed. Raises ProtocolError as Valkey would."""

@@ -47,6 +47,7 @@ class Client:
         "subscriptions", "pushed", "blocked",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
         "readonly", "import_source", "capa_redirect", "fast_map", "fast_name", "fast_cmd", "lua_debug",
+        "mem_usage", "mem_bucket",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -90,6 +91,10 @@ class Client:
         self.fast_cmd: Command | None = None
         self.transport: Transport | None = None
         self.no_evict = False
+        # Client memory (clientmem.py): the last figure measured, and the
+        # eviction bucket the client is in (-1: none).
+        self.mem_usage = 0
+        self.mem_bucket = -1
         self.no_touch = False
         self.readonly = False  # READONLY: shown as flag r; no cluster to route
         self.import_source = False  # CLIENT IMPORT-SOURCE ON: shown as flag I

@@ -421,6 +421,7 @@ _apply_appendonly = _registered("appendonly")
 _apply_auto_gc = _registered("aof-disable-auto-gc")
 _apply_maxmemory = _registered("maxmemory")
 _apply_policy = _registered("maxmemory-policy")
+_apply_maxmemory_clients = _registered("maxmemory-clients")
 _apply_min_replicas = _registered("min-replicas")
 _apply_proto_max_bulk_len = _registered("proto-max-bulk-len")
 _apply_obuf = _registered("client-output-buffer-limit")
@@ -821,7 +822,7 @@ def _options() -> list[Option]:
     X("latency-tracking-info-percentiles", "50 99 99.9", _percentiles),
     X("dir", "", _dir, protected=True),
     S("dbfilename", "dump.rdb", protected=True, check=_filename("dbfilename")),
-    M("maxmemory-clients", 0, -100, INT64_MAX, percent=True),
+    M("maxmemory-clients", 0, -100, INT64_MAX, percent=True, apply=_apply_maxmemory_clients),
     S("cluster-announce-client-ipv4", "", check=_ip_check(socket.AF_INET, "IPv4")),
     S("cluster-announce-client-ipv6", "", check=_ip_check(socket.AF_INET6, "IPv6")),
     S("locale-collate", "", check=_locale),

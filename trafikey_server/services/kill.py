@@ -18,9 +18,15 @@ def kill_client(c: Client, victim: Client) -> None:
         c.closing = True
         c.close_after_reply = True
         return
+    close_now(victim)
+
+
+def close_now(victim: Client) -> None:
+    """Close a client that is not the one running a command, at once and
+    without its unsent output (CLIENT KILL, client eviction)."""
     victim.closing = True
-    conn = c.server.connections.get(victim.id)
+    conn = victim.server.connections.get(victim.id)
     if conn is not None and conn.transport is not None:
         conn.transport.abort()
     victim.unwatch()
-    c.server.client_disconnected(conn, victim)
+    victim.server.client_disconnected(conn, victim)

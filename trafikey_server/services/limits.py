@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from .clientmem import output
 from .config import register_apply
 from .memory import EVICT_FAIL
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..util.log import Log
     from .acl import Acl
     from .client import Client
+    from .clientmem import ClientMemory
     from .config import Config
     from .host import Peer, Scripting, Transport
     from .memory import Memory
@@ -40,6 +42,7 @@ class MemoryLimitHost(Protocol):
     they choose the command table it serves."""
 
     base_table: Table
+    client_memory: ClientMemory
     config: Config
     disk_error: bytes | None
     maxmemory: int
@@ -174,11 +177,12 @@ def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> 
     """After a write: what the transport still holds for the client against
     its class's hard limit (closed at once) and soft limit (closed once it
     has stayed over it for more than soft-seconds), as Valkey's
-    checkClientOutputBufferLimits. The unsent replies are dropped."""
+    checkClientOutputBufferLimits: omem, the output past the 16 KiB reply
+    buffer. The unsent replies are dropped."""
     if limits is None or conn.transport is None:
         return
     hard, soft, secs = limits
-    used = conn.transport.get_write_buffer_size()
+    used = output(conn.unsent())[2]
     over = bool(hard) and used >= hard
     if not over and soft and used >= soft:
         now = int(time.time())
@@ -198,6 +202,20 @@ def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> 
         server.obuf_watch.discard(conn)
         c.closing = True
         conn.transport.abort()
+
+
+def measure(server: LimitsHost, conn: Peer, c: Client) -> None:
+    """Client memory after c's buffers changed, while maxmemory-clients is
+    set: its output-buffer limit first (a client over it is closed for
+    that, never evicted: Valkey enforces the limit as the output grows),
+    then its memory, then the eviction of the largest clients."""
+    check_output(conn, c, obuf_class(server, c))
+    mem = server.client_memory
+    if c.closing:
+        mem.forget(c)
+    else:
+        mem.update(c)
+    mem.evict()
 
 
 # A read holding a bulk length of the default limit's digit count (512 MB has 9).
@@ -259,6 +277,7 @@ def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
     faults = getattr(server, "faults", None)
     if faults is not None and faults.rules:  # so do fault rules (faults.py)
         faults.hide_fast()
+    server.client_memory.configure()  # maxmemory-clients may be a percentage of it
 
 
 def apply_min_replicas(server: MemoryLimitHost) -> None:
@@ -324,6 +343,10 @@ def cron(server: LimitsHost) -> None:
     now = time.time()
     if server.maxmemory:
         server.memory.perform_evictions()
+    # Every client measured (INFO's mem_clients_normal), then evicted over
+    # maxmemory-clients (Valkey's clientsCron, then beforeSleep).
+    server.client_memory.refresh()
+    server.client_memory.evict()
     timeout = server.config.values["timeout"]
     if timeout:
         for cid, c in list(server.clients.items()):
@@ -342,6 +365,7 @@ def cron(server: LimitsHost) -> None:
 
 
 register_apply("maxmemory", apply_maxmemory)
+register_apply("maxmemory-clients", lambda server, value: server.client_memory.configure())
 register_apply("proto-max-bulk-len", apply_proto_max_bulk_len)
 register_apply("client-output-buffer-limit", apply_obuf)
 register_apply("min-replicas", lambda server, value: apply_min_replicas(server))
