@@ -45,6 +45,7 @@ from .services.clientmem import ClientMemory
 from .services.config import Config
 from .services.faults import Faults
 from .services.memory import Memory
+from .services.metrics import Metrics
 from .services.notify import Notify
 from .services.observe import Observer
 from .services.pause import Pause
@@ -176,6 +177,13 @@ class Server:
         self.qbuf_disconnections = 0
         self.obuf_disconnections = 0
         self._limits_tick = 0.0
+        # INFO's event-loop statistics and instantaneous metrics (metrics.py),
+        # and the network bytes of clients already gone (the totals are
+        # cumulative, as Valkey's).
+        self.metrics = Metrics()
+        self._sample_tick = 0.0
+        self.net_in_gone = 0
+        self.net_out_gone = 0
         # proto-max-bulk-len: the pattern a read is searched with, and the
         # length itself, where the compiled reader reads it per read.
         self.huge_bulk: limits.BulkSearch = limits.huge_bulk_pattern(0)
@@ -279,7 +287,9 @@ class Server:
         self.total_connections += 1
 
     def client_disconnected(self, conn: Connection | None, c: Client) -> None:
-        self.clients.pop(c.id, None)
+        if self.clients.pop(c.id, None) is not None:
+            self.net_in_gone += c.tot_net_in
+            self.net_out_gone += c.tot_net_out
         self.connections.pop(c.id, None)
         self.client_memory.forget(c)
         if c.blocked is not None:
@@ -497,6 +507,7 @@ class Server:
             return
         if self.shutdown_asap:
             self._shutdown_on_signal()
+        started = time.perf_counter_ns()
         now = self.clock.ms()
         self.clock.lru = now // 1000
         if self.switches.active_expire:  # DEBUG SET-ACTIVE-EXPIRE 0 leaves expiry to lookups
@@ -521,7 +532,17 @@ class Server:
             limits.cron(self)
             if self.tls.context is not None:
                 self.tls.cron()  # tls-auto-reload-interval
+        if mono - self._sample_tick >= 0.1:  # Valkey's run_with_period(100)
+            self._sample_tick = mono
+            self.metrics.sample(sum(cmd.calls for cmd in self.table.everything()), *self.net_bytes())
+        self.metrics.cron((time.perf_counter_ns() - started) // 1000)
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+
+    def net_bytes(self) -> tuple[int, int]:
+        """Every byte read from and written to clients since start (or CONFIG RESETSTAT)."""
+        clients = self.clients.values()
+        return (self.net_in_gone + sum(c.tot_net_in for c in clients),
+                self.net_out_gone + sum(c.tot_net_out for c in clients))
 
     def change_replication_id(self) -> None:
         """A fresh replication ID (DEBUG CHANGE-REPL-ID), as Valkey draws one."""

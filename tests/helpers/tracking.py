@@ -57,10 +57,11 @@ class Env:
             # A CLIENT LIST/INFO header counts the digits of ids, addresses
             # and ages, which differ between the servers and between runs.
             b = re.sub(rb"^[$=]\d+\r\n", b"$<n>\r\n", b)
+        b = b"\n" + b  # an integer element starts a line ("b:9" inside a key does not)
         for cid, name in self.ids.items():
-            for fmt in (b":%d\r\n", b"redir=%d ", b"id=%d ") if ids else (b"redir=%d ", b"id=%d "):
+            for fmt in (b"\n:%d\r\n", b"redir=%d ", b"id=%d ") if ids else (b"redir=%d ", b"id=%d "):
                 b = b.replace(fmt % cid, fmt.replace(b"%d", b"<id:" + name + b">"))
-        return b
+        return b[1:]
 
     def call(self, w: Wire, *args: object) -> bytes:
         """Send a request and wait for its reply; RESP3 pushes that come

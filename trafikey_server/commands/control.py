@@ -355,6 +355,11 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.scripting.evicted = 0
     srv.memory.reset_stats()
     srv.client_memory.evicted = 0
+    srv.rejected_connections = srv.qbuf_disconnections = srv.obuf_disconnections = 0
+    srv.metrics.reset()
+    # The network totals start again from zero (each client keeps its own).
+    srv.net_in_gone = -sum(x.tot_net_in for x in srv.clients.values())
+    srv.net_out_gone = -sum(x.tot_net_out for x in srv.clients.values())
     srv.faults.reset_stats()
     return OK
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Final
 from ..execution.persist.aof import propagate
 from ..protocol.args import cstr, word
 from ..protocol.resp import EMPTY_ARRAY, OK, ONE, ZERO, array_header, bulk, bulks, integer
+from ..services.limits import beyond_output_limit
 from ..util.errors import CommandError, not_float, not_integer, syntax, wrong_args
 from ..util.glob import matcher
 from ..util.longdouble import incr_by_float
@@ -362,6 +363,8 @@ def hrandfield(c: Client, argv: list[bytes]) -> bytes:
         c.db.notify(b"keymiss", argv[1])
     if h is None or count == 0:
         return EMPTY_ARRAY
+    if count < 0 and not c.in_script and beyond_output_limit(c, -count, 12 if withvalues else 6):
+        return b""  # closed without a reply
     picks = _random_items(h, count, c.db.clock.ms())
     if not withvalues:
         return bulks([f for f, _ in picks])

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..execution.persist.commands import aof_fields, aof_size_fields
 from ..services.acl import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
 from ..services.memory import BASE
+from ..services.metrics import COMMAND, EL_CYCLE, EL_DURATION, NET_INPUT, NET_OUTPUT
 from ..util import latency as hdr
 from ..util.memory import PAGE as _PAGE
 from ..util.memory import rss as _rss
@@ -200,15 +201,17 @@ def _stats(s: Server) -> Fields:
     commands = list(s.table.everything())
     total = sum(cmd.calls for cmd in commands)
     usec = sum(cmd.usec for cmd in commands)
-    net_in = sum(c.tot_net_in for c in s.clients.values())
-    net_out = sum(c.tot_net_out for c in s.clients.values())
+    net_in, net_out = s.net_bytes()
     denied = s.acl.log.denied
+    m = s.metrics
     return [
         ("total_connections_received", s.total_connections), ("total_commands_processed", total),
-        ("instantaneous_ops_per_sec", 0), ("total_net_input_bytes", net_in), ("total_net_output_bytes", net_out),
+        ("instantaneous_ops_per_sec", m.instantaneous(COMMAND)), ("total_net_input_bytes", net_in),
+        ("total_net_output_bytes", net_out),
         *_zeros("total_net_repl_input_bytes", "total_net_repl_output_bytes", "total_net_cluster_slot_import_bytes",
                 "total_net_cluster_slot_export_bytes"),
-        ("instantaneous_input_kbps", "0.00"), ("instantaneous_output_kbps", "0.00"),
+        ("instantaneous_input_kbps", f"{m.instantaneous(NET_INPUT) / 1024:.2f}"),
+        ("instantaneous_output_kbps", f"{m.instantaneous(NET_OUTPUT) / 1024:.2f}"),
         ("instantaneous_input_repl_kbps", "0.00"), ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", s.rejected_connections),
         *_zeros("sync_full", "sync_partial_ok", "sync_partial_err"),
@@ -235,10 +238,11 @@ def _stats(s: Server) -> Fields:
                 "io_threaded_total_prefetch_entries"),
         ("client_query_buffer_limit_disconnections", s.qbuf_disconnections),
         ("client_output_buffer_limit_disconnections", s.obuf_disconnections),
-        *_zeros("reply_buffer_shrinks", "reply_buffer_expands",
-                "eventloop_cycles", "eventloop_duration_sum"),
+        *_zeros("reply_buffer_shrinks", "reply_buffer_expands"),
+        ("eventloop_cycles", m.cycles), ("eventloop_duration_sum", m.duration_sum),
         ("eventloop_duration_cmd_sum", usec),
-        *_zeros("instantaneous_eventloop_cycles_per_sec", "instantaneous_eventloop_duration_usec"),
+        ("instantaneous_eventloop_cycles_per_sec", m.instantaneous(EL_CYCLE)),
+        ("instantaneous_eventloop_duration_usec", m.instantaneous(EL_DURATION)),
         ("acl_access_denied_auth", denied[DENIED_AUTH]), ("acl_access_denied_cmd", denied[DENIED_CMD]),
         ("acl_access_denied_key", denied[DENIED_KEY]), ("acl_access_denied_channel", denied[DENIED_CHANNEL]),
         *_zeros("acl_access_denied_tls_cert", "acl_access_denied_db"),
@@ -346,8 +350,10 @@ def _faults(s: Server) -> Fields:
 
 
 def _debug(s: Server) -> Fields:
-    return _zeros("eventloop_duration_aof_sum", "eventloop_duration_cron_sum", "eventloop_duration_max",
-                  "eventloop_cmd_per_cycle_max", "io_threaded_reads_pending", "io_threaded_writes_pending")
+    m = s.metrics
+    return [("eventloop_duration_aof_sum", m.aof_sum), ("eventloop_duration_cron_sum", m.cron_sum),
+            ("eventloop_duration_max", m.duration_max), ("eventloop_cmd_per_cycle_max", m.cmds_per_cycle_max),
+            *_zeros("io_threaded_reads_pending", "io_threaded_writes_pending")]
 
 
 SECTIONS: dict[str, Callable[[Server], Fields]] = {

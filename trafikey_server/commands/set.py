@@ -18,6 +18,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from ..protocol.resp import EMPTY_ARRAY, ONE, ZERO, array_header, bulk_run, bulks, integer
+from ..services.limits import beyond_output_limit
 from ..util.errors import CommandError, not_integer, syntax, wrongtype
 from ..util.parsing import to_int
 from ..util.rand import rng
@@ -226,6 +227,8 @@ def srandmember(c: Client, argv: list[bytes]) -> bytes:
     s = _get(c, argv[1], True)
     if s is None or n == 0:
         return EMPTY_ARRAY
+    if n < 0 and not c.in_script and beyond_output_limit(c, -n, 6):
+        return b""  # closed without a reply
     order = s.members()
     if n < 0 or n == 1:
         return _bulks_array([rng.choice(order) for _ in range(abs(n))])

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 from ..protocol.args import mpop_args
 from ..protocol.resp import EMPTY_ARRAY, ZERO, array_header, bulk, bulks, integer, scored_run2
 from ..services.blocking import may_block, parse_timeout
+from ..services.limits import beyond_output_limit
 from ..util.errors import CommandError, not_float, syntax, wrong_args, wrongtype
 from ..util.floats import format_double, parse_double
 from ..util.parsing import index_span, parse_int, to_int
@@ -644,6 +645,8 @@ def zrandmember(c: Client, argv: list[bytes]) -> bytes:
             return EMPTY_ARRAY
         if count == 0:
             return EMPTY_ARRAY
+        if count < 0 and not c.in_script and beyond_output_limit(c, -count, 12 if withscores else 6):
+            return b""  # closed without a reply
         return _with_scores(c, _random_pairs(zs, count)) if withscores else _members(_random_pairs(zs, count))
     zs = c.db.get_zset(argv[1])
     if zs is None:

@@ -236,6 +236,8 @@ class Connection(asyncio.Protocol):
             # A unix socket: both addresses are the configured path, written
             # as Valkey 9.1 writes them ("path:0" taken for a host, port 0).
             peer = sock = f"[{server.config.values['unixsocket']}:0]:0"
+        if not server.metrics.turn_open:  # an accept is a cycle of the event loop too
+            open_turn(server)
         c = Client(server, server.next_client_id(), format_addr(peer), format_addr(sock))
         sockobj = transport.get_extra_info("socket")
         if sockobj is not None:
@@ -274,6 +276,8 @@ class Connection(asyncio.Protocol):
             return
         c.tot_net_in += len(data)
         c.last_interaction = time()  # CLIENT LIST idle=, as Valkey stamps each read
+        if not self.server.metrics.turn_open:
+            open_turn(self.server)
         out: list[bytes] = []
         c.out = out  # what CLIENT INFO reports as not yet sent (obl=)
         # A request as large as COMMANDLOG's large-request threshold may end
@@ -300,8 +304,16 @@ class Connection(asyncio.Protocol):
         if pending > 1048576 and query_buffer_exceeded(c, pending):
             c.closing = True
             out.clear()
-        self._send(c, out)
         server = self.server
+        if out and not c.closing and (server.obuf_limited or (c.subscriptions and server.obuf_pubsub is not None)):
+            # The read's replies against the hard limit before any is sent:
+            # a client whose replies pass it gets none (Valkey checks as
+            # each reply is added, and frees the client before writing).
+            check_output(self, c, obuf_class(server, c), sum(map(len, out)))
+            if c.closing:
+                out.clear()
+                self.pending = None
+        self._send(c, out)
         if server.client_memory.limit:  # maxmemory-clients: the read grew the buffers
             measure(server, self, c)
 
@@ -380,11 +392,10 @@ class Connection(asyncio.Protocol):
         """Have this connection written at the end of the turn."""
         queue = server.write_queue
         queue.append(self)
-        if len(queue) == 1:
-            if server.loop is not None:
-                server.loop.call_soon(flush_writes, server)
-            else:  # no event loop (start-up): at once
-                flush_writes(server)
+        if server.loop is None:  # no event loop (start-up): at once
+            flush_writes(server)
+        elif not server.metrics.turn_open:
+            open_turn(server)
 
     def flush(self) -> None:
         """Write what was queued this turn (or hold it behind the records
@@ -682,6 +693,7 @@ class Connection(asyncio.Protocol):
     def _run(self, reqs: list[list[bytes]], out: list[bytes]) -> None:
         c = self.client
         assert c is not None
+        self.server.metrics.turn_cmds += len(reqs)
         for i, req in enumerate(reqs):
             if not req:
                 continue
@@ -739,6 +751,7 @@ class Connection(asyncio.Protocol):
                 break
             if not req:
                 continue
+            self.server.metrics.turn_cmds += 1
             reply = execute(c, req)
             if reply is POSTPONED:
                 self._hold(req)
@@ -760,9 +773,21 @@ class Connection(asyncio.Protocol):
             self.retained_len = self.fed = self.crs = 0
 
 
+def open_turn(server: Server) -> None:
+    """The first read or output of a turn of the event loop: the turn's end
+    (its writes) comes once everything ready in this turn has run."""
+    loop = server.loop
+    if loop is not None:  # without one (start-up, a test's bare server) output goes at once
+        server.metrics.open_turn()
+        loop.call_soon(flush_writes, server)
+
+
 def flush_writes(server: Server) -> None:
     """End of the event loop's turn: every connection with output writes;
-    under maxmemory-clients, what the socket did not take is measured."""
+    under maxmemory-clients, what the socket did not take is measured. The
+    turn counts as a cycle of the event loop (metrics.py)."""
+    if server.metrics.turn_open:
+        server.metrics.close_turn()
     queue = server.write_queue
     server.write_queue = []
     for conn in queue:

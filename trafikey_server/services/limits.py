@@ -173,16 +173,17 @@ def obuf_class(server: LimitsHost, c: Client) -> tuple[int, int, int] | None:
     return server.obuf_normal
 
 
-def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> None:
+def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None, extra: int = 0) -> None:
     """After a write: what the transport still holds for the client against
     its class's hard limit (closed at once) and soft limit (closed once it
     has stayed over it for more than soft-seconds), as Valkey's
     checkClientOutputBufferLimits: omem, the output past the 16 KiB reply
-    buffer. The unsent replies are dropped."""
+    buffer, ``extra`` bytes of replies not handed over yet included. The
+    unsent replies are dropped."""
     if limits is None or conn.transport is None:
         return
     hard, soft, secs = limits
-    used = output(conn.unsent())[2]
+    used = output(conn.unsent() + extra)[2]
     over = bool(hard) and used >= hard
     if not over and soft and used >= soft:
         now = int(time.time())
@@ -195,13 +196,34 @@ def check_output(conn: Peer, c: Client, limits: tuple[int, int, int] | None) -> 
         conn.obuf_soft_since = 0
         c.server.obuf_watch.discard(conn)
     if over:
-        server = c.server
-        server.log.warning(f"Client addr={c.addr} scheduled to be closed ASAP for overcoming of output buffer "
-                           "limits.")
-        server.obuf_disconnections += 1
+        close_for_output(c)
+
+
+def close_for_output(c: Client) -> None:
+    """Close c for overcoming its output-buffer limit, its unsent output
+    dropped: Valkey frees such a client before anything more is written."""
+    server = c.server
+    server.log.warning(f"Client addr={c.addr} scheduled to be closed ASAP for overcoming of output buffer limits.")
+    server.obuf_disconnections += 1
+    c.closing = True
+    conn = server.connections.get(c.id)
+    if conn is not None:
         server.obuf_watch.discard(conn)
-        c.closing = True
-        conn.transport.abort()
+        if conn.transport is not None:
+            conn.transport.abort()
+
+
+def beyond_output_limit(c: Client, items: int, least: int) -> bool:
+    """Whether a reply of ``items`` entries of at least ``least`` bytes each
+    must pass the hard limit of c's output class: c is then closed without
+    a reply. A random pick with repetition (HRANDFIELD, SRANDMEMBER,
+    ZRANDMEMBER with a negative count) has no bound of its own; Valkey stops
+    producing it once the client is marked to close."""
+    limits = obuf_class(c.server, c)
+    if limits is None or not limits[0] or items * least < limits[0]:
+        return False
+    close_for_output(c)
+    return True
 
 
 def measure(server: LimitsHost, conn: Peer, c: Client) -> None:

@@ -55,3 +55,60 @@ def test_commandstats_and_errorstats_count(pair) -> None:  # type: ignore[no-unt
 def test_all_sections_in_valkeys_order(pair) -> None:  # type: ignore[no-untyped-def]
     v, t = pair.both("INFO", "all")
     assert _sections(_body(t)) == _sections(_body(v))
+
+
+def _stats(port: int, section: str = "everything") -> dict[bytes, bytes]:
+    from helpers.resp_wire import Wire
+
+    w = Wire(port)
+    try:
+        return _fields(_body(w.call("INFO", section)))
+    finally:
+        w.close()
+
+
+def test_event_loop_and_instantaneous_metrics_move_as_valkeys() -> None:
+    """Cycles and their durations grow with each cron tick and request;
+    the 100 ms samples give ops, bytes and cycles per second under load;
+    the network totals stay cumulative when a client leaves; CONFIG
+    RESETSTAT starts them all again. Both servers, the same checks."""
+    import time
+
+    from helpers.resp_wire import Wire
+    from helpers.servers import own_pair
+
+    with own_pair() as pair:
+        for p in pair:
+            a = _stats(p.port)
+            time.sleep(0.25)
+            b = _stats(p.port)
+            assert 0 < int(a[b"eventloop_cycles"]) < int(b[b"eventloop_cycles"]), p.argv[0]
+            assert int(a[b"eventloop_duration_sum"]) < int(b[b"eventloop_duration_sum"])
+            d = _stats(p.port, "debug")
+            assert int(d[b"eventloop_duration_cron_sum"]) > 0 and int(d[b"eventloop_duration_max"]) > 0
+            assert int(d[b"eventloop_cmd_per_cycle_max"]) > 0
+            w = Wire(p.port)
+            w.call("CONFIG", "RESETSTAT")
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                w.sock.sendall(encode_pings(50))
+                for _ in range(50):
+                    w.read_reply()
+            s = _stats(p.port)
+            for field in (b"instantaneous_ops_per_sec", b"instantaneous_eventloop_cycles_per_sec",
+                          b"instantaneous_eventloop_duration_usec"):
+                assert int(s[field]) > 0, (field, p.argv[0])
+            assert float(s[b"instantaneous_input_kbps"]) > 0 and float(s[b"instantaneous_output_kbps"]) > 0
+            before = int(s[b"total_net_input_bytes"])
+            w.close()
+            time.sleep(0.1)
+            assert int(_stats(p.port)[b"total_net_input_bytes"]) > before  # the gone client's bytes stay
+            w = Wire(p.port)
+            w.call("CONFIG", "RESETSTAT")
+            after = _stats(p.port)
+            assert int(after[b"total_net_input_bytes"]) < 200 and int(after[b"eventloop_cycles"]) < 10
+            w.close()
+
+
+def encode_pings(n: int) -> bytes:
+    return b"*1\r\n$4\r\nPING\r\n" * n

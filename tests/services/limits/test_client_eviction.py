@@ -188,8 +188,7 @@ def test_unread_output_counts_and_is_evicted(pair: tuple[Proc, Proc]) -> None:
         ctl.call("SETRANGE", "k", MB, "v")
         w = named(p.port, "reader")
         w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * KB)
-        for _ in range(12):
-            w.sock.sendall(encode("GET", "k"))
+        w.sock.sendall(encode("GET", "k") * 24)
         until_field(ctl, "reader", "omem", lambda n: n > 4 * MB, f"no output held {p.argv[:3]}")
         f = fields(ctl, "reader")
         assert f is not None and int(f["tot-mem"]) > int(f["omem"]) > 4 * MB, f

@@ -295,6 +295,53 @@ def test_output_buffer_hard_limit_disconnects(spare: tuple[Proc, Proc]) -> None:
         config_set(spare, "client-output-buffer-limit", "normal 0 0 0")
 
 
+def _no_reply(port: int, data: bytes) -> bytes:
+    """What a client gets back for data before the server closes it."""
+    w = Wire(port)
+    try:
+        return w.send_until_closed(data)
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("withvalues", [(), ("WITHVALUES",)])
+def test_replies_past_the_hard_limit_are_never_sent(spare: tuple[Proc, Proc], withvalues: tuple[str, ...]) -> None:
+    """A reply, a pipeline's replies, a transaction's reply or an unbounded
+    random pick that passes the normal class's hard limit: the client is
+    closed with nothing sent (the transaction ran whole), counted once
+    each, and the server goes on."""
+    config_set(spare, "client-output-buffer-limit", "normal 100000 0 0")
+    try:
+        seen = []
+        for p in spare:
+            ctl = Wire(p.port)
+            ctl.call("CONFIG", "RESETSTAT")
+            ctl.call("DEL", "big", "bigkey", "h", "s", "z", "k1", "k2")
+            for _ in range(150):
+                ctl.call("LPUSH", "big", "x" * 1000)
+            ctl.call("SET", "bigkey", "x" * 10000)
+            ctl.call("HSET", "h", "a", "b")
+            ctl.call("SADD", "s", "a")
+            ctl.call("ZADD", "z", "1", "a")
+            got = [
+                _no_reply(p.port, encode("LRANGE", "big", 0, -1)),
+                _no_reply(p.port, b"".join(encode("SET", "k", i) + encode("GET", "bigkey") for i in range(15))),
+                _no_reply(p.port, encode("MULTI") + encode("SET", "k1", "v1") + encode("LRANGE", "big", 0, -1)
+                          + encode("SET", "k2", "v2") + encode("EXEC")),
+                _no_reply(p.port, encode("HRANDFIELD", "h", -999999999, *withvalues)),
+                _no_reply(p.port, encode("SRANDMEMBER", "s", -999999999)),
+                _no_reply(p.port, encode("ZRANDMEMBER", "z", -999999999, *(("WITHSCORES",) if withvalues else ()))),
+            ]
+            seen.append((got, info_field(p.port, "client_output_buffer_limit_disconnections"),
+                         ctl.call("MGET", "k1", "k2"), ctl.call("HRANDFIELD", "h", -3)))
+            ctl.close()
+        assert seen[0] == seen[1]
+        assert seen[1][0] == [b""] * 6 and seen[1][1] == "6", seen[1]
+        assert seen[1][2] == b"*2\r\n$2\r\nv1\r\n$2\r\nv2\r\n"
+    finally:
+        config_set(spare, "client-output-buffer-limit", "normal 0 0 0")
+
+
 @pytest.mark.slow
 def test_output_buffer_soft_limit_disconnects_after_its_seconds() -> None:
     with both_servers("--client-output-buffer-limit", "normal 0 1mb 1") as pair:
