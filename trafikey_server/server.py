@@ -73,6 +73,9 @@ class StartupError(Exception):
     the line Valkey logs before it exits."""
 
 
+# The most error codes INFO errorstats tracks for scripts' own errors.
+ERRORSTATS_LIMIT: Final = 128
+
 class Server:
     def __init__(self, config: Config, table: Table | None = None) -> None:
         self.config = config
@@ -301,9 +304,16 @@ class Server:
         if c.track is not None:
             self.tracking.client_gone(c)
 
-    def count_error(self, msg: bytes) -> None:
+    def count_error(self, msg: bytes, custom: bool = False) -> None:
+        """INFO errorstats. A script's own error codes (``custom``) are
+        tracked while fewer than 128 codes are, then counted together as
+        ERRORSTATS_OVERFLOW, so that a script cannot grow the table without
+        bound; the server's own codes are always tracked."""
         code = msg.split(b" ", 1)[0]
-        self.error_stats[code] = self.error_stats.get(code, 0) + 1
+        stats = self.error_stats
+        if custom and code not in stats and len(stats) >= ERRORSTATS_LIMIT:
+            code = b"ERRORSTATS_OVERFLOW"
+        stats[code] = stats.get(code, 0) + 1
         self.total_error_replies += 1
 
     def swap_dbs(self, a: int, b: int) -> None:

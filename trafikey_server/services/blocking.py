@@ -299,7 +299,7 @@ class Blocking:
         st = c.blocked
         if st is None or st.btype is Elsewhere or st.btype is Delayed:
             return False
-        self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error)
+        self._finish(c, UNBLOCKED_ERR if error else st.timeout_reply, error, rejected=error)
         return True
 
     def answer(self, c: Client, reply: bytes) -> None:
@@ -307,13 +307,17 @@ class Blocking:
         (MIGRATE's transfer) gets the command's reply now."""
         self._finish(c, reply, reply.startswith(b"-"))
 
-    def _finish(self, c: Client, reply: bytes, error: bool) -> None:
+    def _finish(self, c: Client, reply: bytes, error: bool, rejected: bool = False) -> None:
         """Answer a blocked client without running its command again,
-        counting the call as Valkey's updateStatsOnUnblock does."""
+        counting the call as Valkey's updateStatsOnUnblock does. The
+        UNBLOCKED error comes outside any command's run, which Valkey 9.1
+        counts as a rejected call, never a failed one."""
         self._release(c)
         cmd = self.server.table.lookup(c.last_cmd)
         if cmd is not None:
-            cmd.calls += 1  # Valkey 9.1 counts no failed call, even for the UNBLOCKED error
+            cmd.calls += 1
+            if rejected:
+                cmd.rejected_calls += 1
         c.tot_cmds += 1
         if error:
             self.server.count_error(reply[1:-2])

@@ -112,3 +112,31 @@ def test_event_loop_and_instantaneous_metrics_move_as_valkeys() -> None:
 
 def encode_pings(n: int) -> bytes:
     return b"*1\r\n$4\r\nPING\r\n" * n
+
+
+def test_script_error_codes_overflow_as_valkeys() -> None:
+    """Past 128 codes, a script's own error codes count together as
+    ERRORSTATS_OVERFLOW; the server's codes (ERR here) and codes already
+    tracked go on counting apart."""
+    from helpers.resp_wire import Wire
+    from helpers.servers import own_pair
+
+    seen = []
+    with own_pair() as pair:
+        for p in pair:
+            r = Wire(p.port)
+            r.call("CONFIG", "RESETSTAT")
+            for j in range(1, 140):
+                r.call("EVAL", "return server.error_reply(string.format('%s my error message', ARGV[1]))", "0", j)
+            r.call("SET", "a", "b", "c", "d")
+            r.call("EVAL", "return server.error_reply('1 again')", "0")
+            r.call("EVAL", "return {err = 'My error message'}", "0")
+            r.call("FUNCTION", "LOAD", "REPLACE",
+                   "#!lua name=mylib\nserver.register_function('f', function() return server.call('get', 'x', 'x') end)")
+            r.call("FCALL", "f", "0")
+            seen.append(_body(r.call("INFO", "errorstats")))
+            r.close()
+    assert seen[0] == seen[1]
+    fields = _fields(seen[1])
+    assert (fields[b"errorstat_ERRORSTATS_OVERFLOW"], fields[b"errorstat_ERR"], fields[b"errorstat_1"]) == (
+        b"count=12", b"count=2", b"count=2")

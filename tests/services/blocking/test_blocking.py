@@ -412,3 +412,32 @@ def test_a_client_blocked_after_a_pause_is_still_read(sides: tuple[Side, Side]) 
         side.blocked(1)
         side.conns.pop(1).close()  # its disconnect is seen while it waits for its key
         side.blocked(0)
+
+
+def test_unblocked_error_counts_as_a_rejected_call() -> None:
+    """CLIENT UNBLOCK ... ERROR: the blocked command's stats as Valkey 9.1
+    keeps them (a call, a rejected call, no failed one) and the UNBLOCKED
+    error counted once."""
+    import re
+    import time
+
+    from helpers.resp_wire import Wire, wait_blocked
+    from helpers.servers import own_pair
+
+    seen = []
+    with own_pair() as pair:
+        for p in pair:
+            r = Wire(p.port)
+            r.call("CONFIG", "RESETSTAT")
+            rd = Wire(p.port)
+            rid = int(rd.call("CLIENT", "ID")[1:-2])
+            rd.sock.sendall(encode("BLPOP", "list1", 0))
+            wait_blocked(r, 1)
+            assert r.call("CLIENT", "UNBLOCK", rid, "ERROR") == b":1\r\n"
+            assert rd.read_reply() == b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+            time.sleep(0.05)
+            info = r.call("INFO", "everything").decode()
+            stat = re.search(r"cmdstat_blpop:calls=(\d+),.*,rejected_calls=(\d+),failed_calls=(\d+)", info)
+            assert stat is not None
+            seen.append((stat.groups(), re.findall(r"errorstat_\w+:count=\d+|total_error_replies:\d+", info)))
+    assert seen[0] == seen[1] == (("1", "1", "0"), ["total_error_replies:1", "errorstat_UNBLOCKED:count=1"])

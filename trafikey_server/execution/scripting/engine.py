@@ -79,7 +79,7 @@ class EngineHost(Protocol):
     latest_fork_usec: int
     oom: OomScore
 
-    def count_error(self, msg: bytes) -> None: ...
+    def count_error(self, msg: bytes, custom: bool = False) -> None: ...
     def internal_client(self) -> Client: ...
 
 
@@ -841,7 +841,7 @@ class Engine:
             for i in range(1, len(errors) + 1):
                 line = errors[i]
                 space = line.find(b" ", 0, 32)
-                self.server.count_error((line[1:space] if space > 0 else b"ERR") + b" ")
+                self.server.count_error((line[1:space] if space > 0 else b"ERR") + b" ", custom=True)
         return reply
 
 
