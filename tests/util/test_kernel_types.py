@@ -31,7 +31,7 @@ def members(proto: type) -> set[str]:
 
 def test_members_are_read_off_the_protocol() -> None:
     assert {"add", "bisect_left", "islice", "__len__", "__getitem__", "__reversed__"} <= members(ScoreIndex)
-    assert members(KernelReader) == {"idle", "len", "open_bulk", "feed"}
+    assert members(KernelReader) == {"idle", "len", "open_bulk", "open_args", "feed"}
 
 
 @pytest.mark.parametrize("kernel, name, proto", [

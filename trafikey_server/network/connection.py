@@ -69,6 +69,7 @@ class KernelReader(Protocol):
 
     def len(self) -> int: ...
     def open_bulk(self) -> int: ...
+    def open_args(self) -> tuple[int, int]: ...
     def feed(self, data: bytes, max_bulk: int, out: list[list[bytes]]) -> bytes | None: ...
 
 
@@ -361,25 +362,37 @@ class Connection(asyncio.Protocol):
         self.pending = [payload]
         self._queue(self.server)
 
-    def query_buffer(self) -> tuple[int, int]:
+    def query_buffer(self) -> tuple[int, int, int, int]:
         """Valkey's query buffer: the bytes read and not yet made into
-        arguments (qbuf=), and what it costs, which for a bulk of
-        ``BIG_ARG`` or more is the whole bulk from when its length is read
-        (Valkey allocates it then). Reads held behind CLIENT PAUSE or a
-        blocked request wait in it too."""
+        arguments (qbuf=); what it costs, which for a bulk of ``BIG_ARG`` or
+        more is the whole bulk from when its length is read (Valkey
+        allocates it then); and the open request's arguments read so far
+        (count, bytes). Reads held behind CLIENT PAUSE or a blocked request
+        wait in the buffer too."""
         py = self.py
         reader = self.reader
         if py is not None:
             n, bulk = len(py.buf) - py.pos, py.open_bulk()
+            args, args_len = py.open_args()
         elif self.mode == KERNEL:
             if TYPE_CHECKING:
                 assert not isinstance(reader, hiredis.Reader)
             n, bulk = reader.len(), reader.open_bulk()
-        else:  # hiredis: the open request from its start (under RETAIN_LIMIT)
-            n, bulk = (0 if self.boundary else self.retained_len), -1
+            args, args_len = reader.open_args()
+        elif self.boundary or not self.retained_len:
+            n, bulk, args, args_len = 0, -1, 0, 0
+        else:  # hiredis keeps the open request whole: the exact parser reads a copy
+            probe = PyParser(self.server.max_bulk)
+            probe.feed(b"".join(self.retained))
+            try:
+                probe.next()
+            except ProtocolError:
+                pass
+            n, bulk = len(probe.buf) - probe.pos, probe.open_bulk()
+            args, args_len = probe.open_args()
         if self.held_data:
             n += sum(map(len, self.held_data))
-        return n, (max(n, bulk + 2) if bulk >= BIG_ARG else n)
+        return n, (max(n, bulk + 2) if bulk >= BIG_ARG else n), args, args_len
 
     def unsent(self) -> int:
         """Output produced for the client and not yet taken by the socket:
@@ -783,21 +796,25 @@ def open_turn(server: Server) -> None:
 
 
 def flush_writes(server: Server) -> None:
-    """End of the event loop's turn: every connection with output writes;
-    under maxmemory-clients, what the socket did not take is measured. The
-    turn counts as a cycle of the event loop (metrics.py)."""
+    """End of the event loop's turn: every connection with output writes,
+    measured first under maxmemory-clients. The turn counts as a cycle of
+    the event loop (metrics.py)."""
     if server.metrics.turn_open:
         server.metrics.close_turn()
+    server.tracking.broadcast_due()
     queue = server.write_queue
     server.write_queue = []
-    for conn in queue:
-        if conn.pending is not None:
-            conn.flush()
     if server.client_memory.limit:
+        # Measured with the turn's output still queued, as Valkey counts
+        # output when it is added (the transport takes a write only on the
+        # loop's next iteration, so after the writes it would not show yet).
         for conn in queue:
             c = conn.client
             if c is not None and not c.closing:
                 measure(server, conn, c)
+    for conn in queue:
+        if conn.pending is not None:
+            conn.flush()
 
 
 def format_addr(info: object) -> str:

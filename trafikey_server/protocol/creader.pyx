@@ -69,6 +69,12 @@ cdef class Reader:
         """The bytes read and not yet made into arguments: the query buffer."""
         return self.size - self.pos
 
+    def open_args(self):
+        """The arguments of the open request read so far: (count, bytes)."""
+        if self.argv is None or not self.size:
+            return 0, 0
+        return len(self.argv), sum([len(a) for a in self.argv])
+
     cpdef long long open_bulk(self):
         """The length of the bulk being read (its header read, its bytes
         not all in), -1 when none is."""

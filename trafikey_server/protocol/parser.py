@@ -50,6 +50,12 @@ class PyParser:
         """True when no partial request is buffered."""
         return self.pos == len(self.buf) and self._left == 0
 
+    def open_args(self) -> tuple[int, int]:
+        """The arguments of the open request read so far: (count, bytes)."""
+        if not self._left:
+            return 0, 0
+        return len(self._argv), sum(map(len, self._argv))
+
     def open_bulk(self) -> int:
         """The length of the bulk being read (its header read, its bytes
         not all in), -1 when none is."""

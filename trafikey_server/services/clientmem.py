@@ -46,9 +46,10 @@ BUCKET = 64
 SUBS_TABLE = 240
 PREFIX_TREE = 252
 PREFIX_NODE = 12
-# Output past the reply buffer is a list of blocks of at least 16 KiB, each
-# with its list node and block header (listNode + clientReplyBlock).
-REPLY_CHUNK = 16384
+# Output past the reply buffer is a list of blocks: 16 KiB asked for, which
+# with its header the allocator rounds to 20 KiB, all of it counted and
+# filled; and each block's list node and header (listNode + clientReplyBlock).
+REPLY_BLOCK = 20464
 REPLY_NODE = 40
 # A bulk this long is read into a query buffer of its own, allocated whole
 # when its length is read (PROTO_MBULK_BIG_ARG).
@@ -78,13 +79,13 @@ class ClientMemoryHost(Protocol):
 
 def output(unsent: int) -> tuple[int, int, int]:
     """Unsent output as Valkey holds it: (obl, oll, omem), the reply buffer
-    filled first, the rest in list blocks."""
+    filled first, the rest in list blocks, each counted whole."""
     obl = min(unsent, REPLY_BUFFER)
     rest = unsent - obl
     if not rest:
         return obl, 0, 0
-    oll = -(-rest // REPLY_CHUNK)
-    return obl, oll, rest + REPLY_NODE * oll
+    oll = -(-rest // REPLY_BLOCK)
+    return obl, oll, (REPLY_BLOCK + REPLY_NODE) * oll
 
 
 def queued(queue: Queue) -> int:
@@ -150,8 +151,9 @@ def buffers(c: Client, peer: Peer | None, argv: list[bytes] | None = None, here:
             argv_ptrs: int = -1) -> Buffers:
     """A client's buffers and memory (getClientMemoryUsage). ``argv`` is
     the request it holds (its argument pointers counted for ``argv_ptrs``
-    of them, all by default); ``here`` is output it has produced that its
-    connection does not hold yet (the caller's own replies so far)."""
+    of them, all by default), else the arguments of a request it is still
+    sending; ``here`` is output it has produced that its connection does
+    not hold yet (the caller's own replies so far)."""
     argv_mem = sum(map(len, argv)) if argv else 0
     if argv_ptrs < 0:
         argv_ptrs = len(argv) if argv else 0
@@ -160,7 +162,10 @@ def buffers(c: Client, peer: Peer | None, argv: list[bytes] | None = None, here:
     unsent = here
     qbuf = qalloc = 0
     if peer is not None:
-        qbuf, qalloc = peer.query_buffer()
+        qbuf, qalloc, args, args_len = peer.query_buffer()
+        if argv is None:  # a request still being read holds the arguments read so far
+            argv_mem += args_len
+            argv_ptrs += args
         unsent += peer.unsent()
     obl, oll, omem = output(unsent)
     tot = (BASE_MEMORY + argv_mem + POINTER * argv_ptrs + transaction(c, queue, multi_mem) + listening(c)

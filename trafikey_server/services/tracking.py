@@ -272,6 +272,12 @@ class Tracking:
                     if loop is not None:
                         loop.call_soon(self.broadcast)
 
+    def broadcast_due(self) -> None:
+        """At the end of a turn, before its writes (Valkey's beforeSleep
+        broadcasts, then writes): the BCAST messages the turn's writes made."""
+        if self._bcast_scheduled:
+            self.broadcast()
+
     def broadcast(self) -> None:
         """The keys written under each prefix since the last turn, to every
         client of that prefix (less the ones it wrote itself, with NOLOOP)."""

@@ -131,8 +131,8 @@ def test_script_error_codes_overflow_as_valkeys() -> None:
             r.call("SET", "a", "b", "c", "d")
             r.call("EVAL", "return server.error_reply('1 again')", "0")
             r.call("EVAL", "return {err = 'My error message'}", "0")
-            r.call("FUNCTION", "LOAD", "REPLACE",
-                   "#!lua name=mylib\nserver.register_function('f', function() return server.call('get', 'x', 'x') end)")
+            body = "server.register_function('f', function() return server.call('get', 'x', 'x') end)"
+            r.call("FUNCTION", "LOAD", "REPLACE", "#!lua name=mylib\n" + body)
             r.call("FCALL", "f", "0")
             seen.append(_body(r.call("INFO", "errorstats")))
             r.close()

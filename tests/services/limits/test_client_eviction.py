@@ -229,3 +229,38 @@ def test_percentage_of_maxmemory(pair: tuple[Proc, Proc]) -> None:
         ctl.call("CONFIG", "SET", "maxmemory", "8mb")
         until_field(ctl, "pct", "qbuf", lambda n: n < 0, "not evicted at 10% of 8 MB")
         ctl.call("CONFIG", "SET", "maxmemory", "0")
+
+
+# 249 of a request's 250 arguments.
+DEAD = b"*250\r\n" + b"".join(b"$1000\r\n" + b"x" * 1000 + b"\r\n" for _ in range(249))
+
+
+def _evicted_any(ctl: Wire) -> bool:
+    return stat(ctl, "evicted_clients") > 0
+
+
+def test_a_request_still_being_read_holds_its_arguments(pair: tuple[Proc, Proc]) -> None:
+    """249 of a request's 250 arguments sent: argv-mem counts them, and 30
+    such clients pass a 3 MB maxmemory-clients (Valkey's "input buffer of a
+    dead client")."""
+    seen = []
+    for p in pair:
+        ctl = Wire(p.port)
+        ctl.call("CLIENT", "NO-EVICT", "on")
+        w = named(p.port, "dead")
+        w.sock.sendall(DEAD)
+        until_field(ctl, "dead", "argv-mem", lambda n: n >= 249000, "the arguments not read")
+        f = fields(ctl, "dead")
+        assert f is not None
+        seen.append((f["argv-mem"], f["qbuf"]))
+        assert int(f["tot-mem"]) > 249000 + 249 * 8
+        ctl.call("CONFIG", "SET", "maxmemory-clients", "3mb")
+        others = []
+        for _ in range(30):
+            o = Wire(p.port)
+            o.sock.sendall(DEAD)
+            others.append(o)
+        until(partial(_evicted_any, ctl), "no client evicted")
+        for o in others:
+            o.close()
+    assert seen[0] == seen[1] == ("249000", "0")

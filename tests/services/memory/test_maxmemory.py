@@ -465,3 +465,54 @@ def test_a_read_evicts_before_its_reply_after_earlier_evictions(both: list[Wire]
         assert w.call("CLIENT", "TRACKING", "off") == b"+OK\r\n"
         assert w.call("HELLO", "2").startswith(b"*")
     assert got[0:2] == got[2:4] == [b">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n", b":0\r\n"]
+
+
+def _eviction_outcome(ctl: Wire, keys: bytes) -> tuple[bool, bool, bool]:
+    """Whether keys were evicted, clients were evicted, and DBSIZE is still keys."""
+    info = ctl.call("INFO", "stats").decode()
+    evicted_keys = int(info.split("evicted_keys:")[1].split("\r\n")[0])
+    evicted_clients = int(info.split("evicted_clients:")[1].split("\r\n")[0])
+    return evicted_keys > 0, evicted_clients > 0, ctl.call("DBSIZE") == keys
+
+
+def test_slow_readers_are_evicted_before_any_key() -> None:
+    """Clients that send MGETs of a 100 KB value and read nothing, under
+    maxmemory and maxmemory-clients: the clients go, every key stays (Valkey
+    9.1 keeps a large reply as a reference to the value, so used memory
+    does not grow with it). As in Valkey, on both servers."""
+    import socket
+
+    from helpers.resp_wire import encode
+
+    expected = (False, True, True)  # keys evicted, clients evicted, every key still there
+    outcomes = []
+    with own_pair() as pair:
+        for p in pair:
+            ctl = Wire(p.port)
+            ctl.call("CONFIG", "SET", "maxmemory", "11mb")
+            ctl.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+            ctl.call("CONFIG", "SET", "maxmemory-clients", "3mb")
+            ctl.call("CLIENT", "NO-EVICT", "on")
+            for j in range(50):
+                ctl.call("SETRANGE", j, 100000, "x")
+            ctl.call("CONFIG", "RESETSTAT")
+            readers = []
+            for _ in range(20):
+                w = Wire(p.port)
+                w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                readers.append(w)
+
+            keys = ctl.call("DBSIZE")
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and _eviction_outcome(ctl, keys) != expected:
+                for w in list(readers):
+                    try:
+                        w.sock.sendall(encode("MGET", "1"))
+                    except OSError:
+                        readers.remove(w)
+                time.sleep(0.01)
+            outcomes.append(_eviction_outcome(ctl, keys))
+            for w in readers:
+                w.close()
+            ctl.close()
+    assert outcomes == [expected, expected]
