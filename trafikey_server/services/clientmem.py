@@ -203,6 +203,9 @@ class ClientMemory:
         self.server = server
         self.limit = 0
         self.total = 0  # of the clients last measured
+        # Their memory beyond an idle client's (BASE_MEMORY each): what
+        # used_memory counts of them (memory.py).
+        self.buffers = 0
         self.evicted = 0
         self.buckets: list[dict[Client, None]] = [{} for _ in range(_BUCKETS)]
         # The client's CLIENT LIST line for the log (set by the server).
@@ -232,6 +235,7 @@ class ClientMemory:
         peer = self.server.connections.get(c.id)
         mem = buffers(c, peer).tot_mem
         self.total += mem - c.mem_usage
+        self.buffers += max(mem - BASE_MEMORY, 0) - max(c.mem_usage - BASE_MEMORY, 0)
         c.mem_usage = mem
         if not self.limit or c.no_evict or peer is None:
             self._unbucket(c)
@@ -251,6 +255,7 @@ class ClientMemory:
     def forget(self, c: Client) -> None:
         """c is gone: its memory no longer counts."""
         self.total -= c.mem_usage
+        self.buffers -= max(c.mem_usage - BASE_MEMORY, 0)
         c.mem_usage = 0
         self._unbucket(c)
 
