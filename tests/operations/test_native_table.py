@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from gen_native_table import BEGIN, DOC, END, reason, table, units  # noqa: E402
+from gen_native_table import BEGIN, DOC, END, kept, reason, table, units  # noqa: E402
 
 ROW = re.compile(r"^\| (\S+) \| (\d+)( \(aborted\))? \| (\d+) \|$")
 
@@ -20,12 +20,20 @@ def test_table_of_a_run() -> None:
     baseline = units("unit/a passed=5 failed=0 skipped=0 aborted=no\nunit/b passed=3 failed=1 skipped=0 aborted=no\n")
     here = units("# a run\nunit/a passed=4 failed=1 skipped=0 aborted=yes\nunit/b passed=3 failed=0 skipped=0 "
                  "aborted=no\n")
-    text = table(baseline, here, {"unit/a": ["client evicted due to large argv", "something new"]})
+    text = table(baseline, here, {"unit/a": ["WAIT should acknowledge 1 additional copy", "something new"]})
     assert "| unit/a | 4 (aborted) | 5 |" in text and "| unit/b | 3 | 3 |" in text
     assert "| **total** | **7** | **8** |" in text
-    assert ("- unit/a (4 of 5): client evicted due to large argv — client eviction (maxmemory-clients) is not "
-            "implemented; something new — not analysed yet") in text
+    assert ("- unit/a (4 of 5): WAIT should acknowledge 1 additional copy — replication is not served; "
+            "something new — not analysed yet") in text
     assert "unit/b (" not in text
+
+
+def test_units_not_run_again_keep_their_rows() -> None:
+    """The table read back gives the counts and failing tests it was made of."""
+    baseline = units("unit/a passed=5 failed=0 skipped=0 aborted=no\nunit/b passed=3 failed=1 skipped=0 aborted=no\n")
+    here = units("unit/a passed=4 failed=1 skipped=0 aborted=yes\nunit/b passed=2 failed=1 skipped=0 aborted=no\n")
+    failed = {"unit/a": ["WAIT should acknowledge 1 additional copy", "something new"], "unit/b": ["x: y"]}
+    assert kept(table(baseline, here, failed)) == (here, failed)
 
 
 def test_reasons_by_name() -> None:
