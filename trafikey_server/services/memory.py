@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
     from ..keyspace.db import Db
     from ..util.clock import Clock
-    from .clientmem import ClientMemory
     from .config import Config
     from .host import AppendLog
 
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
 class MemoryHost(Protocol):
     """What memory accounting and eviction use of the server (server.py)."""
 
-    client_memory: ClientMemory
     clock: Clock
     config: Config
     dbs: list[Db]
@@ -252,11 +250,7 @@ class Memory:
         return BASE + sum(MAIN_SLOT * len(db.data) + EXPIRES_SLOT * len(db.expires) for db in self.server.dbs)
 
     def used(self) -> int:
-        """The overhead, the dataset, and what clients' buffers hold beyond
-        an idle client's (query buffers, arguments of requests still being
-        read, unsent output): Valkey's allocator counts them, so a slow
-        reader's output or a stalled request's arguments can evict keys."""
-        used = self.overhead() + self.dataset() + self.server.client_memory.buffers
+        used = self.overhead() + self.dataset()
         if used > self.peak:
             self.peak = used
         return used
