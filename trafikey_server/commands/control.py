@@ -358,8 +358,9 @@ def config_resetstat(c: Client, argv: list[bytes]) -> bytes:
     srv.rejected_connections = srv.qbuf_disconnections = srv.obuf_disconnections = 0
     srv.metrics.reset()
     # The network totals start again from zero (each client keeps its own).
-    srv.net_in_gone = -sum(x.tot_net_in for x in srv.clients.values())
-    srv.net_out_gone = -sum(x.tot_net_out for x in srv.clients.values())
+    net_in, net_out = srv.net_bytes()
+    srv.net_in_gone -= net_in
+    srv.net_out_gone -= net_out
     srv.faults.reset_stats()
     return OK
 

@@ -268,9 +268,8 @@ class ClientMemory:
             while bucket and self.total >= limit:
                 c = next(iter(bucket))
                 log.notice(f"Evicting client: {self.describe(c)}")
-                self.forget(c)
                 self.evicted += 1
-                close_now(c)
+                close_now(c)  # the server forgets it (client_disconnected)
             if self.total < limit:
                 return
         log.warning("Over client maxmemory after evicting all evictable clients")

@@ -52,7 +52,6 @@ class Metrics:
         self.turn_open = False
         self.turn_start = 0
         self.turn_cmds = 0
-        self.rings = [Ring() for _ in range(5)]
         self.reset()
 
     def reset(self) -> None:
