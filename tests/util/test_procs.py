@@ -6,10 +6,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from trafikey_server.util.procs import listens, wait_port
+from trafikey_server.util.procs import free_port, listens, wait_port
 
 LISTEN = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); "
           "s.listen(); print('up', flush=True); time.sleep(30)")
@@ -42,3 +43,16 @@ def test_own_listener_is_found() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_free_ports_lie_below_the_ephemeral_range() -> None:
+    """An outgoing connection takes its local port from the ephemeral range;
+    a server's port chosen there could be held by one when the server binds
+    (the failure this guards against: "bind: Address already in use")."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == 50
+    for port in ports:
+        assert 1024 <= port < low
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))

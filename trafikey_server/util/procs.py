@@ -9,18 +9,48 @@ copy of each step keeps them starting servers the same way.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
+_HANDED: set[int] = set()
+_PICK = random.Random()  # its own: a test that seeds ``random`` must not align two runs' ports
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
 
 def free_port() -> int:
-    """A loopback port nothing listens on now (the OS's choice)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nothing is bound to now, chosen below the ephemeral
+    range: a port the OS hands out for binding to 0 is one it may also give
+    the next outgoing connection, which then holds it when the server binds.
+    Not handed out twice by one process."""
+    high = _ephemeral_low()
+    low = max(1024, high - 12000)
+    if high - low < 1000:  # no room below: the OS's choice
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    if len(_HANDED) > (high - low) // 2:
+        _HANDED.clear()
+    while True:
+        port = _PICK.randrange(low, high)
+        if port in _HANDED:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED.add(port)
+        return port
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 20.0) -> None:
