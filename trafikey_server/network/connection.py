@@ -47,7 +47,7 @@ from ..commands.client import log_info
 from ..execution.dispatch import POSTPONED, execute
 from ..protocol.parser import INLINE_MAX, PyParser
 from ..services.client import Client
-from ..services.clientmem import BIG_ARG
+from ..services.clientmem import BIG_ARG, POINTER
 from ..services.limits import BulkSearch, admit, check_output, measure, obuf_class, query_buffer_exceeded
 from ..util import native
 from ..util.errors import ProtocolError
@@ -254,6 +254,18 @@ class Connection(asyncio.Protocol):
             else:
                 server.log.verbose(f"Accepted {c.addr}")
 
+    def pause_writing(self) -> None:
+        """The transport holds more than its high-water mark: the client
+        reads slower than it is written to, and used memory counts it."""
+        c = self.client
+        if c is not None:
+            self.server.client_memory.writing(c, self, True)
+
+    def resume_writing(self) -> None:
+        c = self.client
+        if c is not None:
+            self.server.client_memory.writing(c, self, False)
+
     def connection_lost(self, exc: Exception | None) -> None:
         c = self.client
         if c is not None and not c.closing and self.server.log.level <= VERBOSE:
@@ -315,6 +327,9 @@ class Connection(asyncio.Protocol):
                 out.clear()
                 self.pending = None
         self._send(c, out)
+        if server.maxmemory and not c.closing:  # an open request's input can evict keys
+            _, qalloc, args, args_len = self.query_buffer()
+            server.client_memory.hold_input(c, qalloc + args_len + POINTER * args)
         if server.client_memory.limit:  # maxmemory-clients: the read grew the buffers
             measure(server, self, c)
 

@@ -14,9 +14,15 @@ reaches the limit, clients go from the largest bucket down, oldest in a
 bucket first. While a limit is set, a client is measured where its memory
 changes (after a read, and before the turn's writes); every client is
 measured once a second in any case, for INFO. Without a limit the request
-path pays nothing. Used memory (memory.py) leaves client buffers out: it
-would then depend on read boundaries and timing, and a seeded server's
-evictions would no longer repeat.
+path pays nothing.
+
+Used memory (memory.py) counts of client buffers what no read or write
+boundary decides (``held``): the input of a request still open past
+``BIG_ARG``, and the output the transport holds once over its high-water
+mark (the writes have outrun the reader). Below those, what a client holds
+depends on how the bytes fell into reads and writes, and a seeded server's
+evictions must repeat; above them, a stalled request or a reader that does
+not read evicts keys, as in Valkey.
 """
 
 from __future__ import annotations
@@ -208,6 +214,11 @@ class ClientMemory:
         self.total = 0  # of the clients last measured
         self.evicted = 0
         self.buckets: list[dict[Client, None]] = [{} for _ in range(_BUCKETS)]
+        # What used memory counts of clients (``held``): the input of open
+        # requests past BIG_ARG, and the connections whose transport is over
+        # its high-water mark.
+        self.inputs: dict[Client, int] = {}
+        self.writers: dict[Client, Peer] = {}
         # The client's CLIENT LIST line for the log (set by the server).
         self.describe: Callable[[Client], str] = lambda c: f"id={c.id} addr={c.addr}"
 
@@ -256,6 +267,35 @@ class ClientMemory:
         self.total -= c.mem_usage
         c.mem_usage = 0
         self._unbucket(c)
+        self.inputs.pop(c, None)
+        self.writers.pop(c, None)
+
+    def hold_input(self, c: Client, nbytes: int) -> None:
+        """After a read: the query buffer and arguments of c's open request,
+        counted in used memory while past BIG_ARG."""
+        if nbytes > BIG_ARG:
+            self.inputs[c] = nbytes
+        elif self.inputs:
+            self.inputs.pop(c, None)
+
+    def writing(self, c: Client, conn: Peer, over: bool) -> None:
+        """c's transport went over its high-water mark, or back under its
+        low one: its unsent output counts in used memory meanwhile."""
+        if over:
+            self.writers[c] = conn
+        else:
+            self.writers.pop(c, None)
+
+    def held(self) -> int:
+        """What used memory counts of client buffers (the module's note):
+        open requests' input past BIG_ARG, and the output past the reply
+        buffer of transports over their high-water mark."""
+        total = sum(self.inputs.values()) if self.inputs else 0
+        for conn in self.writers.values():
+            transport = conn.transport
+            if transport is not None:
+                total += output(transport.get_write_buffer_size())[2]
+        return total
 
     def evict(self) -> None:
         """Close clients, largest bucket first, until the clients' memory is

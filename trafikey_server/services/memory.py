@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from ..keyspace.db import Db
     from ..util.clock import Clock
+    from .clientmem import ClientMemory
     from .config import Config
     from .host import AppendLog
 
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 class MemoryHost(Protocol):
     """What memory accounting and eviction use of the server (server.py)."""
 
+    client_memory: ClientMemory
     clock: Clock
     config: Config
     dbs: list[Db]
@@ -246,8 +248,11 @@ class Memory:
         return total
 
     def overhead(self) -> int:
-        """The base and the hashtables' slots (used_memory_overhead)."""
-        return BASE + sum(MAIN_SLOT * len(db.data) + EXPIRES_SLOT * len(db.expires) for db in self.server.dbs)
+        """The base, the hashtables' slots and what clients hold that used
+        memory counts (used_memory_overhead; clientmem.ClientMemory.held)."""
+        server = self.server
+        return (BASE + sum(MAIN_SLOT * len(db.data) + EXPIRES_SLOT * len(db.expires) for db in server.dbs)
+                + server.client_memory.held())
 
     def used(self) -> int:
         used = self.overhead() + self.dataset()

@@ -17,13 +17,14 @@ not reach the other tests.
 
 from __future__ import annotations
 
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from helpers.aof_util import logged_runs, without_select
 from helpers.keyevents import Watched, frame_parts
-from helpers.resp_wire import Wire
+from helpers.resp_wire import Wire, encode
 from helpers.servers import Proc, own_pair
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
@@ -480,10 +481,6 @@ def test_slow_readers_are_evicted_before_any_key() -> None:
     maxmemory and maxmemory-clients: the clients go, every key stays (Valkey
     9.1 keeps a large reply as a reference to the value, so used memory
     does not grow with it). As in Valkey, on both servers."""
-    import socket
-
-    from helpers.resp_wire import encode
-
     expected = (False, True, True)  # keys evicted, clients evicted, every key still there
     outcomes = []
     with own_pair() as pair:
@@ -513,6 +510,81 @@ def test_slow_readers_are_evicted_before_any_key() -> None:
                 time.sleep(0.01)
             outcomes.append(_eviction_outcome(ctl, keys))
             for w in readers:
+                w.close()
+            ctl.close()
+    assert outcomes == [expected, expected]
+
+
+def _stalled_requests(port: int, ctl: Wire) -> list[Wire]:
+    """30 clients each sending 249 of a request's 250 arguments of 1000
+    bytes, and no more."""
+    stalled = []
+    for _ in range(30):
+        w = Wire(port)
+        w.sock.sendall(b"*250\r\n" + b"".join(b"$1000\r\n" + b"x" * 1000 + b"\r\n" for _ in range(249)))
+        stalled.append(w)
+    ctl.call("PING")  # the requests are read before the check (one turn of the loop at least)
+    time.sleep(0.3)
+    return stalled
+
+
+def _unread_replies(port: int, ctl: Wire) -> list[Wire]:
+    """20 clients that send MGETs of a 100 KB value and read nothing, until
+    something is evicted (20 s at most)."""
+    readers = []
+    for _ in range(20):
+        w = Wire(port)
+        w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        readers.append(w)
+    keys = ctl.call("DBSIZE")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _eviction_outcome(ctl, keys) == (False, False, True):
+        for w in readers:
+            w.sock.sendall(encode("MGET", "1"))
+    return readers
+
+
+def _unread_messages(port: int, ctl: Wire) -> list[Wire]:
+    """20 subscribers that read nothing, and messages of 100 KB published
+    to them until something is evicted (20 s at most)."""
+    subscribers = []
+    for _ in range(20):
+        w = Wire(port)
+        w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        assert w.call("SUBSCRIBE", "bla").startswith(b"*3\r\n")
+        subscribers.append(w)
+    keys = ctl.call("DBSIZE")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _eviction_outcome(ctl, keys) == (False, False, True):
+        assert ctl.call("PUBLISH", "bla", "x" * 100000) == b":20\r\n"
+    return subscribers
+
+
+@pytest.mark.parametrize("load", [_stalled_requests, _unread_replies, _unread_messages],
+                         ids=["stalled-requests", "unread-replies", "unread-messages"])
+def test_client_buffers_evict_keys_without_client_eviction(load: Callable[[int, Wire], list[Wire]]) -> None:
+    """Without maxmemory-clients, what clients hold counts in used memory:
+    requests stalled part way, replies and messages a client does not read
+    make the server evict keys, and no client (Valkey's unit/maxmemory,
+    "client eviction: false"). Over 5 MB of keys under an 11 MB limit, on
+    both servers."""
+    expected = (True, False, False)  # keys evicted, no client evicted, keys gone
+    outcomes = []
+    with own_pair() as pair:
+        for p in pair:
+            ctl = Wire(p.port)
+            for name, value in (("maxmemory", "11mb"), ("maxmemory-policy", "allkeys-lru"),
+                                ("maxmemory-clients", "0")):
+                assert ctl.call("CONFIG", "SET", name, value) == b"+OK\r\n"
+            assert ctl.call("FLUSHALL") == b"+OK\r\n"
+            for j in range(50):
+                ctl.call("SETRANGE", j, 100000, "x")
+            ctl.call("CONFIG", "RESETSTAT")
+            keys = ctl.call("DBSIZE")
+            assert keys == b":50\r\n"
+            clients = load(p.port, ctl)
+            outcomes.append(_eviction_outcome(ctl, keys))
+            for w in clients:
                 w.close()
             ctl.close()
     assert outcomes == [expected, expected]
