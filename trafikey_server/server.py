@@ -421,6 +421,8 @@ class Server:
             for lst in opened:
                 lst.sock.close()
             raise
+        if not opened:
+            raise StartupError("Configured to not listen anywhere, exiting.")
         for lst in opened:
             self.listeners.append(lst)
             self.listener_kinds.add(lst.kind)
@@ -433,11 +435,13 @@ class Server:
         the same for every address."""
         opened: list[Listener] = []
         try:
-            for host in bind.split() or ["127.0.0.1"]:
+            for host in bind.split():  # none: no TCP listener (Valkey's listenToPort)
                 optional = host.startswith("-")
                 host = host.lstrip("-")
                 if host == "*":
                     host = "0.0.0.0"
+                elif host == "::*":
+                    host = "::"
                 try:
                     lst = Listener(self, host, port, self.config.tcp_backlog, kind)
                 except OSError as e:
@@ -544,9 +548,13 @@ class Server:
                 self.tls.cron()  # tls-auto-reload-interval
         if mono - self._sample_tick >= 0.1:  # Valkey's run_with_period(100)
             self._sample_tick = mono
-            self.metrics.sample(sum(cmd.calls for cmd in self.table.everything()), *self.net_bytes())
+            self.metrics.sample(self.commands_processed(), *self.net_bytes())
         self.metrics.cron((time.perf_counter_ns() - started) // 1000)
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
+
+    def commands_processed(self) -> int:
+        """Every command run since start (or CONFIG RESETSTAT): INFO's total and the cron's sample."""
+        return sum(cmd.calls for cmd in self.table.everything())
 
     def net_bytes(self) -> tuple[int, int]:
         """Every byte read from and written to clients since start (or CONFIG RESETSTAT)."""

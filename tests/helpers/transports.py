@@ -120,7 +120,8 @@ def start_all_ways(folder: str, certs: Certs, *extra: str) -> Endpoints:
     """A trafikey-server on a TCP port, a unix socket in ``folder`` and a TLS port."""
     port, tls_port = free_port(), free_port()
     unix = os.path.join(folder, "trafikey.sock")
-    argv = trafikey_argv("--port", str(port), "--unixsocket", unix, "--unixsocketperm", "700",
+    # Bound as the Valkey beside it is (start_valkey), so their listeners read alike.
+    argv = trafikey_argv("--port", str(port), "--bind", "127.0.0.1", "--unixsocket", unix, "--unixsocketperm", "700",
                          *tls_args(certs, tls_port), *extra)
     proc = Proc(argv, port, cwd=str(ROOT), env=trafikey_env())
     wait_unix(unix, proc.proc)

@@ -9,11 +9,14 @@ connections are not touched.
 from __future__ import annotations
 
 import socket
+import subprocess
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 from helpers.resp_wire import Wire
-from helpers.servers import Proc, free_port, own_pair
+from helpers.servers import Proc, free_port, own_pair, start_trafikey, valkey_binary
+from helpers.transports import trafikey_argv, trafikey_env
 
 
 @pytest.fixture
@@ -100,3 +103,71 @@ def test_bind_changes_and_rolls_back(servers: tuple[Proc, Proc]) -> None:
     finally:
         for w in ws:
             w.close()
+
+
+def _connects(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def test_default_bind_is_valkeys() -> None:
+    """Without a bind option both listen where Valkey's default `* -::*`
+    says: every IPv4 address and, where the host has IPv6, every IPv6 one
+    (protected mode keeps outside clients out, tests/services/limits).
+    `CONFIG SET bind ""` closes the TCP listeners and leaves open
+    connections alone."""
+    tmp = tempfile.mkdtemp(prefix="valkey-")
+    port = free_port()
+    v = Proc([valkey_binary(), "--port", str(port), "--save", "", "--appendonly", "no", "--dir", tmp], port, cwd=tmp)
+    try:
+        t = start_trafikey()
+        try:
+            ws = (Wire(v.port), Wire(t.port))
+            assert_same(ws, "CONFIG", "GET", "bind")
+            assert ws[0].call("CONFIG", "GET", "bind") == b"*2\r\n$4\r\nbind\r\n$6\r\n* -::*\r\n"
+            lines = [[ln.replace(f"port={p.port}", "port=P") for ln in w.call("INFO", "server").decode().split("\r\n")
+                      if ln.startswith("listener")] for w, p in zip(ws, (v, t), strict=True)]
+            assert lines[1] == lines[0] == ["listener0:name=tcp,bind=*,bind=-::*,port=P"]
+            ipv6 = _ipv6_loopback()
+            for p in (v, t):
+                assert _connects("127.0.0.1", p.port)
+                assert _connects("::1", p.port) == ipv6
+            assert_same(ws, "CONFIG", "SET", "bind", "")
+            assert_same(ws, "CONFIG", "GET", "bind")
+            for p in (v, t):
+                assert not _connects("127.0.0.1", p.port)
+            assert_same(ws, "PING")
+            assert_same(ws, "CONFIG", "SET", "bind", "127.0.0.1")
+            for p in (v, t):
+                assert _connects("127.0.0.1", p.port)
+                assert not _connects("::1", p.port)
+            for w in ws:
+                w.close()
+        finally:
+            t.stop()
+    finally:
+        v.stop()
+
+
+def test_listening_nowhere_exits_like_valkey() -> None:
+    """`bind ""` with no unix socket and no TLS port leaves nothing to serve:
+    both exit with status 1 and Valkey's line."""
+    outs = []
+    for argv, env in (([valkey_binary()], None), (trafikey_argv(), trafikey_env())):
+        tmp = tempfile.mkdtemp(prefix="nowhere-")
+        r = subprocess.run([*argv, "--port", str(free_port()), "--bind", "", "--save", "", "--dir", tmp],
+                           capture_output=True, text=True, timeout=30, env=env, cwd=tmp)
+        outs.append((r.returncode, "Configured to not listen anywhere, exiting." in r.stdout + r.stderr))
+    assert outs == [(1, True), (1, True)]

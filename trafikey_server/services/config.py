@@ -812,7 +812,7 @@ def _options() -> list[Option]:
     S("unixsocketgroup", "", mutable=False),
     Option("unixsocketperm", "octal", 0, mutable=False, low=0, high=0o777),
     # Valkey rebinds on CONFIG SET bind; this server keeps its listeners.
-    X("bind", "127.0.0.1", _bind, apply=_apply_bind),
+    X("bind", "* -::*", _bind, apply=_apply_bind),
     # Options with their own syntax or checks.
     X("save", "3600 1 300 100 60 10000", _save, apply=_apply_disk_error),
     X("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",

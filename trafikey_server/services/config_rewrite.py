@@ -69,9 +69,9 @@ def lines_for(opt: Option, value: Value) -> list[tuple[str, bool]]:
     name = opt.name
     if name == "client-output-buffer-limit":
         return _obuf_lines(opt, str(value))
-    if name in ("save", "replicaof"):
+    if name in ("save", "replicaof", "bind"):
         return [(f"{name} {value}" if value else f'{name} ""', force)]
-    if name in ("bind", "oom-score-adj-values", "latency-tracking-info-percentiles"):
+    if name in ("oom-score-adj-values", "latency-tracking-info-percentiles"):
         return [(f"{name} {value}", force)]
     if opt.kind == "memory" and isinstance(value, int) and not (opt.percent and value < 0):
         return [(f"{name} {memory(value)}", force)]
