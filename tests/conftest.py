@@ -6,8 +6,11 @@ and compares their replies byte for byte.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers.pair import Pair, fresh_pair
 from helpers.servers import Proc, start_trafikey, start_valkey, start_valkey_cluster_node
+
+# Every scratch directory and file the tests make (each server's own
+# directory, files on disk, logs) goes under one of the run's, removed when
+# the run ends: a run leaves nothing behind in the system's temp directory.
+_SCRATCH = tempfile.mkdtemp(prefix="trafikey-tests-")
+tempfile.tempdir = _SCRATCH
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 
 # The suite is deterministic by default, so a CI run never fails on a case
 # nobody has seen; TRAFIKEY_HYPOTHESIS=explore draws fresh examples.

@@ -198,9 +198,8 @@ def _zeros(*names: str) -> Fields:
 
 
 def _stats(s: Server) -> Fields:
-    commands = list(s.table.everything())
-    total = sum(cmd.calls for cmd in commands)
-    usec = sum(cmd.usec for cmd in commands)
+    total = s.commands_processed()
+    usec = sum(cmd.usec for cmd in s.table.everything())
     net_in, net_out = s.net_bytes()
     denied = s.acl.log.denied
     m = s.metrics
