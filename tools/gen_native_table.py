@@ -65,7 +65,6 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("CLIENT KILL with illegal arguments", "an older test: valkey-server 9.1.2 fails it too"),
     ("CONFIG sanity", "an older test: valkey-server 9.1.2 fails it too"),
     ("Test child sending info", "copy-on-write sizes are not reported by the child"),
-    ("client freed during loading", "clients are not served while the RDB loads (key-load-delay)"),
     ("RDB stream encoding", "needs sanitize-dump-payload (Valkey 9.1.2's build lacks it)"),
     ("LATENCY of expire events", "the expiry here frees the test's set in less than its 20 ms threshold"),
     ("LATENCY GRAPH can output the expire", "the expiry here frees the test's set in less than its 20 ms threshold"),

@@ -25,6 +25,7 @@ from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
 from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
+from .execution.persist.loading import Loading
 from .execution.persist.oneoff import OneOffRewrite, rewrite_child
 from .execution.persist.rdb import RdbError, failure_words
 from .execution.persist.snapshot import Snapshots
@@ -158,6 +159,8 @@ class Server:
         # feeds it each write's effects. None costs a write one check.
         self.aof: Aof | None = None
         self.loading = False
+        # The load at start-up: its progress, and its turns of serving clients (persist/loading.py).
+        self.load_state = Loading()
         # -- limits (limits.py) --
         # Client memory and maxmemory-clients' eviction (clientmem.py); the
         # log names an evicted client by its CLIENT LIST line.
@@ -345,10 +348,10 @@ class Server:
 
     async def start(self) -> None:
         """Valkey's start-up lines, in its words where they apply: the logo
-        (or the mode line) and "Server initialized", the data load, then the
-        listeners and "Ready to accept". The listeners open after the load
-        (Valkey opens them before it): a client that connects is served at
-        once, never queued behind a load."""
+        (or the mode line) and "Server initialized", the listeners, the data
+        load, then "Ready to accept". As in Valkey, a client that connects
+        during the load is served between its steps: -LOADING to most
+        commands (persist/loading.py)."""
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
         log = self.log
@@ -379,19 +382,65 @@ class Server:
         refused = self.acl.load_at_startup()  # `user` lines, or aclfile
         if refused is not None:
             raise StartupError(refused)
-        load_at_startup(self)
-        self.write_brand()
         self._listen()
+        for lst in self.listeners:
+            lst.start(self.loop)
+        self._load()
+        self.write_brand()
         log.notice(
             f"trafikey-server {self.version} (Valkey {VALKEY_VERSION} compatible) "
             f"pid={self.pid} port={self.ports[0] if self.ports else tls_port} run_id={self.run_id}"
         )
-        for lst in self.listeners:
-            lst.start(self.loop)
         self.loop.call_later(1.0 / max(self.config.hz, 1), self._cron)
         for kind in ("tcp", "unix", "tls"):
             if any(lst.kind == kind for lst in self.listeners):
                 log.notice(f"Ready to accept connections {kind}")
+
+    def _load(self) -> None:
+        """The files loaded (load_at_startup), clients served between the
+        load's steps: every command leaves the fast path meanwhile, for the
+        dispatcher's -LOADING."""
+        values = self.config.values
+        state = self.load_state
+        state.serve = self._serve_loading
+        state.begin(self._load_size(), values["loading-process-events-interval-bytes"], values["key-load-delay"])
+        self.loading = True
+        table = self.table
+        hidden = self.table = table.with_fast({})
+        try:
+            load_at_startup(self)
+        finally:
+            self.loading = False
+            state.end()
+            if self.table is hidden:
+                self.table = table
+            else:  # a setting changed during the load (CONFIG SET): the table as it makes it
+                limits.apply_maxmemory(self, self.maxmemory)
+
+    def _load_size(self) -> int:
+        """The bytes the load reads: the AOF directory's files when the log
+        is on (base, increments), else the snapshot file."""
+        values = self.config.values
+        if values.get("appendonly", False):
+            d = os.path.join(values["dir"], values.get("appenddirname", "appendonlydir"))
+            try:
+                return sum(e.stat().st_size for e in os.scandir(d) if e.is_file() and not e.name.endswith(".manifest"))
+            except OSError:
+                return 0
+        try:
+            return os.path.getsize(self.snapshots.path())
+        except OSError:
+            return 0
+
+    def _serve_loading(self) -> None:
+        """A turn of serving clients while the load holds the loop (Valkey's
+        processEventsWhileBlocked); a shutdown signal received meanwhile
+        ends the process without saving, as Valkey's whileBlockedCron does."""
+        if self.shutdown_asap:
+            self.log.warning("User requested shutdown...")
+            self.log.warning("trafikey-server is now ready to exit, bye bye...")
+            os._exit(0)
+        self.busy.poll(None)
 
     def _listen(self) -> None:
         """Open the configured listeners (not yet serving): all or none."""
@@ -609,12 +658,14 @@ class Server:
         return True
 
     async def serve_forever(self) -> None:
-        await self.start()
-        assert self.loop is not None and self.stopping is not None
-        if threading.current_thread() is threading.main_thread():
-            self.crash.install()
+        main = threading.current_thread() is threading.main_thread()
+        if main:  # before the load, which a signal can end (_serve_loading)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, self._on_signal)
+        await self.start()
+        assert self.loop is not None and self.stopping is not None
+        if main:
+            self.crash.install()
         await self.stopping.wait()
         await self.close()
 

@@ -178,7 +178,7 @@ def _persistence(s: Server) -> Fields:
     snap = s.snapshots
     now = time.time()
     return [
-        ("loading", 0), ("async_loading", 0), ("current_cow_peak", 0), ("current_cow_size", 0),
+        ("loading", int(s.loading)), ("async_loading", 0), ("current_cow_peak", 0), ("current_cow_size", 0),
         ("current_cow_size_age", 0), ("current_fork_perc", "0.00"), ("current_save_keys_processed", 0),
         ("current_save_keys_total", 0), ("rdb_changes_since_last_save", snap.changes()),
         ("rdb_bgsave_in_progress", 1 if snap.child_pid else 0),
@@ -189,7 +189,7 @@ def _persistence(s: Server) -> Fields:
         ("rdb_last_load_keys_expired", snap.keys_expired), ("rdb_last_load_keys_loaded", snap.keys_loaded),
         *aof_fields(s), ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0), ("slot_migration_fork_in_progress", 0),
-        *aof_size_fields(s),
+        *aof_size_fields(s), *s.load_state.info(),
     ]
 
 

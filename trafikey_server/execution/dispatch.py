@@ -299,10 +299,15 @@ def _execute(c: Client, argv: list[bytes]) -> bytes:
         refused = _acl_refusal(c, cmd, argv)
         if refused is not None:
             return refused
-    if server.busy_run is not None and not cmd.allow_busy:
-        # Served while a script loaded from the AOF runs: Valkey's loading
-        # check comes before its busy one.
-        msg = LOADING if server.loading and not cmd.loading else busy_error(server, server.busy_run.eval_mode)
+    if (server.busy_run is not None and not cmd.allow_busy) or (server.loading and not cmd.loading):
+        # Served while the files load (persist/loading.py), or while a
+        # script runs too long (one loaded from the AOF too): Valkey's
+        # loading check comes before its busy one.
+        if server.loading and not cmd.loading:
+            msg = LOADING
+        else:
+            assert server.busy_run is not None
+            msg = busy_error(server, server.busy_run.eval_mode)
         # Valkey refuses a write for a disk error or want of replicas before it says BUSY
         # (it skips maxmemory while a script is busy).
         if server.noreplicas or server.disk_error is not None:

@@ -299,6 +299,8 @@ def apply_maxmemory(server: MemoryLimitHost, value: int) -> None:
     faults = getattr(server, "faults", None)
     if faults is not None and faults.rules:  # so do fault rules (faults.py)
         faults.hide_fast()
+    if getattr(server, "loading", False):  # and a load at start-up, for -LOADING (persist/loading.py)
+        server.table = server.table.with_fast({})
     server.client_memory.configure()  # maxmemory-clients may be a percentage of it
 
 

@@ -159,11 +159,14 @@ class Loader:
         self.queued = None
         multi_start = 0
         valid = start
+        loading = self.server.load_state
         for start, end, argv in recs:
             if argv[0].lower() == b"multi":
                 multi_start = start
             self._run(argv, name)
             valid = end
+            if loading.active:
+                loading.command(end)
         if self.queued is not None:
             # A MULTI whose EXEC never reached the file: dropped, as Valkey does.
             log.warning(f"Revert incomplete MULTI/EXEC transaction in AOF file {name}")
@@ -194,7 +197,8 @@ class Loader:
         log.notice("Reading RDB preamble from AOF file..." if old_style else "Reading RDB base file on AOF loading...")
         check = rdb.checksum_checked(self.server)
         try:
-            res = rdb.parse(self.server, data, check, tail=True)
+            loading = self.server.load_state
+            res = rdb.parse(self.server, data, check, tail=True, progress=loading.key if loading.active else None)
             # A library already loaded (DEBUG LOADAOF keeps them) is replaced.
             rdb.install(self.server, res, b"replace")
         except rdb.RdbError as e:

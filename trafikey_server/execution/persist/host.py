@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ...util.log import Log
     from ..scripting.engine import Engine
     from .aof import Aof
+    from .loading import Loading
     from .oneoff import OneOffRewrite
     from .snapshot import Snapshots
 
@@ -40,6 +41,7 @@ class PersistHost(ValueHost, MemoryLimitHost, ForkHost, Protocol):
     dirty: int
     loading: bool
     in_exec: bool
+    load_state: Loading
     log: Log
     loop: asyncio.AbstractEventLoop | None
     oneoff: OneOffRewrite

@@ -38,6 +38,7 @@ import heapq
 import os
 import struct
 import time
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from ...protocol.rdbformat import T_HASH_2, Reader, Truncated, encode_len, encode_string
@@ -217,10 +218,12 @@ def _read_value(r: Reader, t: int, key: bytes, server: PersistHost, has_ttl: boo
                    "serve; remove it from the source server or load the file into Valkey")
 
 
-def parse(server: PersistHost, data: bytes, check: bool = True, tail: bool = False) -> Loaded:
+def parse(server: PersistHost, data: bytes, check: bool = True, tail: bool = False,
+          progress: Callable[[int], None] | None = None) -> Loaded:
     """Everything in data, checked, without touching the server. ``tail``:
     data may go on past the file's end (an AOF's commands after its RDB
-    preamble); ``Loaded.end`` says where the file ended."""
+    preamble); ``Loaded.end`` says where the file ended. ``progress`` is
+    told the position after each key (a load at start-up, loading.py)."""
     res = Loaded()
     if len(data) < 9:
         raise Truncated(f"the file has {len(data)} bytes, fewer than an RDB header")
@@ -294,6 +297,8 @@ def parse(server: PersistHost, data: bytes, check: bool = True, tail: bool = Fal
                 cur = res.dbs.setdefault(0, ({}, {}))
             key = r.string()
             value = _read_value(r, op, key, server, expire is not None)
+            if progress is not None:
+                progress(r.p)
             if value is None:
                 expire = None
                 continue  # Valkey drops empty containers on load
@@ -382,7 +387,8 @@ def install(server: PersistHost, res: Loaded, functions: bytes = b"flush") -> No
             db.events = events
 
 
-def load(server: PersistHost, source: bytes | str | os.PathLike[str], check: bool | None = None) -> Loaded:
+def load(server: PersistHost, source: bytes | str | os.PathLike[str], check: bool | None = None,
+         progress: Callable[[int], None] | None = None) -> Loaded:
     """Parse a file (a path, or its bytes) and install its keys."""
     if isinstance(source, (bytes, bytearray)):
         data = bytes(source)
@@ -391,6 +397,6 @@ def load(server: PersistHost, source: bytes | str | os.PathLike[str], check: boo
             data = f.read()
     if check is None:
         check = checksum_checked(server)
-    res = parse(server, data, check)
+    res = parse(server, data, check, progress=progress)
     install(server, res)
     return res

@@ -226,7 +226,8 @@ class Snapshots:
         if not os.path.exists(path):
             return False
         started = time.monotonic()
-        res = rdb.load(self.server, path)
+        loading = self.server.load_state
+        res = rdb.load(self.server, path, progress=loading.key if loading.active else None)
         self.keys_loaded = res.keys_loaded
         self.keys_expired = res.keys_expired
         self.server.log.notice(

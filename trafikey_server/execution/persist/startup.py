@@ -141,9 +141,12 @@ def _replay(server: PersistHost, paths: list[str]) -> None:
     server.loading = True
     try:
         for i, path in enumerate(paths):
-            if os.path.getsize(path) == 0:
+            size = os.path.getsize(path)
+            if size == 0:
                 continue
             loader.load_file(path, last=i == len(paths) - 1)
+            if server.load_state.active:
+                server.load_state.file_done(size)
     finally:
         clock.frozen_ms = saved
         server.loading = False

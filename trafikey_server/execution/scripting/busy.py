@@ -78,6 +78,7 @@ class BusyHost(Protocol):
 
 
 _READ = 1 << 16
+_ROUNDS = 4
 
 
 class RawTransport:
@@ -112,10 +113,13 @@ class RawTransport:
         return 0
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        if name == "peername":
-            return self.sock.getpeername()
-        if name == "sockname":
-            return self.sock.getsockname()
+        try:
+            if name == "peername":
+                return self.sock.getpeername()
+            if name == "sockname":
+                return self.sock.getsockname()
+        except OSError:  # a peer already gone (not connected), as an event-loop transport gives None
+            return default
         if name == "socket":
             return self.sock
         return default
@@ -167,14 +171,35 @@ class Busy:
 
     def serve(self, run: Run) -> None:
         """One turn of the busy loop: serve what is ready, wait for nothing."""
+        self.server.busy_run = run
+        self.poll(run.caller)
+        stopping = self.server.stopping
+        if stopping is not None and stopping.is_set():
+            run.killed = run.shutdown = True  # SHUTDOWN NOSAVE: the script ends so the server can
+
+    def poll(self, caller: Client | None) -> None:
+        """Serve what is ready on every connection but ``caller``'s, and
+        accept what waits on the listeners, without waiting (also a turn of
+        serving clients while the server loads its files, ``caller`` None)."""
         server = self.server
-        server.busy_run = run
         # Replies queued for the end of the turn in which the script began
         # go out now, as Valkey writes pending replies while it processes
         # events during a busy script: a client waiting for one would never
         # send the request this loop is to answer.
         server.flush_writes()
-        caller = run.caller
+        # Up to four rounds while something was ready, as Valkey's
+        # processEventsWhileBlocked: a connection accepted in one is read
+        # in the next, in the same turn.
+        for _ in range(_ROUNDS):
+            if not self._round(caller):
+                break
+        # What this turn answered goes out now, not a turn later (Valkey's
+        # processEventsWhileBlocked runs its before-sleep writes too).
+        server.flush_writes()
+
+    def _round(self, caller: Client | None) -> bool:
+        """One pass over what is ready; whether anything was."""
+        server = self.server
         fds: dict[int, BusyConnection] = {}
         listeners: dict[int, BusyListener] = {}
         for lst in server.listeners:
@@ -200,7 +225,7 @@ class Busy:
         try:
             ready, _, _ = select.select(list(fds) + list(listeners), [], [], 0)
         except (OSError, ValueError):
-            return
+            return False
         for fd in ready:
             listening = listeners.get(fd)
             if listening is not None:
@@ -240,8 +265,7 @@ class Busy:
                     conn.client.transport = real
             if direct.closing:
                 real.close()
-        if server.stopping is not None and server.stopping.is_set():
-            run.killed = run.shutdown = True  # SHUTDOWN NOSAVE: the script ends so the server can
+        return bool(ready)
 
     def done(self, run: Run) -> None:
         """The script ended: the event loop takes over again. Connections
