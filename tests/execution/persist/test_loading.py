@@ -141,3 +141,33 @@ def test_sigterm_ends_the_load_without_saving_as_in_valkey() -> None:
     assert theirs == (0, True)
     assert _signalled_during_load("trafikey") == theirs
 
+
+
+def _freed_during_load(kind: str) -> tuple[bool, bool]:
+    """Five clients that connect during the load, run DEBUG LOG and close
+    (Valkey's "client freed during loading"): whether the server counts
+    them gone while it still loads, and whether it still loads."""
+    d, port = _saved(kind)
+    p = _spawn(kind, d, port, "--key-load-delay", "2000", "--loading-process-events-interval-bytes", "1024")
+    try:
+        w = _connect(port, p)
+        others = [Wire(port, timeout=20) for _ in range(5)]
+        for o in others:
+            o.sock.sendall(b"*3\r\n$5\r\nDEBUG\r\n$3\r\nLOG\r\n$3\r\nbla\r\n")
+        assert [o.read_reply() for o in others] == [b"+OK\r\n"] * 5
+        for o in others:
+            o.close()
+        deadline = time.monotonic() + 5
+        while b"connected_clients:1\r\n" not in w.call("INFO", "clients") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        freed = b"connected_clients:1\r\n" in w.call("INFO", "clients")
+        loading = _loading(w)["loading"] == "1"
+        w.close()
+        return freed, loading
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def test_clients_closed_during_the_load_are_freed_as_by_valkey() -> None:
+    assert _freed_during_load("trafikey") == _freed_during_load("valkey") == (True, True)

@@ -1,4 +1,5 @@
-"""Serving other clients while a script runs too long.
+"""Serving other clients while a script runs too long (and while the files
+load at start-up: ``Busy.poll``, persist/loading.py).
 
 A script runs on the event loop's thread and nothing else may run while it
 does: it is atomic. But a script that runs past ``busy-reply-threshold``
@@ -207,7 +208,7 @@ class Busy:
                 continue
             listeners[lst.fileno()] = lst
             for sock, conn in list(lst.pending.items()):
-                if conn.client is None:
+                if conn.transport is None:
                     # Accepted, not yet announced by the loop: served raw until it is.
                     conn.connection_made(RawTransport(sock))
                 if isinstance(conn.transport, RawTransport) and not conn.transport.closed:
@@ -265,6 +266,16 @@ class Busy:
                     conn.client.transport = real
             if direct.closing:
                 real.close()
+        # Raw connections closed by either side go for good: their sockets
+        # close now (after the round, so that no number is reused within
+        # it), and the loop, handed them at accept, finds nothing to serve.
+        for lst in server.listeners:
+            for sock, conn in list(lst.pending.items()):
+                t = conn.transport
+                if isinstance(t, RawTransport) and t.closed and sock.fileno() >= 0:
+                    if conn.client is not None:
+                        conn.connection_lost(None)
+                    sock.close()
         return bool(ready)
 
     def done(self, run: Run) -> None:
