@@ -78,7 +78,7 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("propagated as absolute timestamp in milliseconds in AOF", "the job core's brand key {emq}:version is "
                                                                "written at start-up"),
     ("bind-source-addr", "replication is not served"),
-    ("no-touch mode", "CLIENT NO-TOUCH: the access time still moves by a second"),
+    ("no-touch mode", "CLIENT NO-TOUCH is kept as a flag only: a read still updates the key's LRU/LFU field"),
     ("lazy free a stream", "lazyfree's effort of a stream's consumer groups is not counted as Valkey counts it"),
     ("Library names can only contain", "an older test: valkey-server 9.1.2 answers with another text"),
     ("allow stale", "replication is not served"),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 from ..execution.persist.aofload import AofLoadError
 from ..execution.persist.rdb import RdbError, checksum_checked, install, parse
 from ..execution.persist.startup import reload_aof
-from ..keyspace.access import idle_ms
+from ..keyspace.access import LRU_CLOCK_MAX, idle_ms
 from ..protocol.resp import OK, array, array_header, bulk, integer, status
 from ..services.config import ConfigError, parse_memory
 from ..services.config_rewrite import rewrite
@@ -211,9 +211,11 @@ def _object(c: Client, argv: list[bytes]) -> bytes:
     if not fast:
         vt = BY_CLASS.get(type(v))
         out += b" serializedlength:%d" % (len(vt.rdb_save(v)[1]) if vt is not None else 0)
-    field = db.use_field(key)
+    field = db.use_field(key) or 0
+    if db.lfu is None:  # the 24 bits of Valkey's LRU clock, as its objects keep them
+        field &= LRU_CLOCK_MAX
     idle = idle_ms(db.clock, field) // 1000 if db.lfu is None else 0
-    out += b" lru:%d lru_seconds_idle:%d" % (field or 0, idle)
+    out += b" lru:%d lru_seconds_idle:%d" % (field, idle)
     if isinstance(v, List) and v.big:
         # The quicklist's shape, as Valkey adds it.
         nodes = v.quicklist_nodes()

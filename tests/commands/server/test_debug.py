@@ -109,10 +109,14 @@ def test_debug_object(debug_valkey: Proc, debug_trafikey: Proc) -> None:
     shape = re.compile(rb"\+Value at:0x[0-9a-f]+ refcount:(\d+) encoding:(\S+) serializedlength:(\d+) "
                        rb"lru:(\d+) lru_seconds_idle:(\d+)")
     seen = []
+    clocks = []  # the LRU field of a key just written: Valkey's 24-bit LRU clock, in seconds
     for p in (debug_valkey, debug_trafikey):
         w = Wire(p.port)
         w.call("FLUSHALL")
         w.call("SET", "s", "hello")
+        m = shape.match(w.call("DEBUG", "OBJECT", "s"))
+        assert m
+        clocks.append(int(m.group(4)))
         w.call("SET", "n", "12345")
         w.call("HSET", "h", "f", "v")
         w.call("SADD", "set", "1", "2")
@@ -126,6 +130,7 @@ def test_debug_object(debug_valkey: Proc, debug_trafikey: Proc) -> None:
         w.close()
     assert seen[0] == seen[1]
     assert seen[1][-1] == b"-ERR no such key\r\n"
+    assert clocks[1] < 1 << 24 and abs(clocks[1] - clocks[0]) <= 5, clocks
 
 
 @pytest.mark.parametrize("args", [
