@@ -87,6 +87,8 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("primaryauth", "replication is not served"),
     ("shebang flag on replica", "replication is not served"),
     ("allow-stale", "replication is not served"),
+    ("WAITAOF local", "WAITAOF counts the local copy as fsynced whenever the log is on: appendfsync no and a "
+                      "log waiting for its first rewrite are not waited for (run only on the harness's rerun)"),
     ("WAIT", "replication is not served"),
     ("valkey-check-aof", "valkey-check-aof is not shipped"),
     ("Short read", "valkey-check-aof is not shipped"),
