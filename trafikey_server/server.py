@@ -23,6 +23,7 @@ from .commands.client import info_line, log_info
 from .crash import Crash
 from .execution.named_snapshots import NamedSnapshots
 from .execution.persist import commands as _persist_commands  # noqa: F401 - registers CONFIG SET appendonly
+from .execution.persist.acks import AofOffsets
 from .execution.persist.aof import Aof
 from .execution.persist.aofload import AofLoadError
 from .execution.persist.loading import Loading
@@ -158,6 +159,8 @@ class Server:
         # The append-only log (persist/aof.py) when appendonly is on; dispatch
         # feeds it each write's effects. None costs a write one check.
         self.aof: Aof | None = None
+        # What WAITAOF compares: the writes logged, written and fsynced (persist/acks.py).
+        self.aof_offsets = AofOffsets(self)
         self.loading = False
         # The load at start-up: its progress, and its turns of serving clients (persist/loading.py).
         self.load_state = Loading()

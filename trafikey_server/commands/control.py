@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..execution.persist.acks import AofAck
+from ..execution.persist.acks import reply as ack_reply
 from ..execution.persist.oneoff import rewrite_child
 from ..protocol import commandinfo, keyspecs
 from ..protocol.resp import OK, ZERO, array, bulk, bulks, integer, status
@@ -441,8 +443,10 @@ def wait(c: Client, argv: list[bytes]) -> bytes:
 
 
 def waitaof(c: Client, argv: list[bytes]) -> bytes:
-    """The local fsync counts as done whenever the log is on (no write
-    offset ever passes it here); no replica ever acknowledges."""
+    """The local copy counts once an fsync covered the client's last write
+    (persist/acks.py); no replica ever acknowledges. What is not reached
+    yet is waited for, until the timeout or CLIENT UNBLOCK (the counts
+    then), or until appendonly is turned off (an error)."""
     numlocal = to_int(argv[1])
     if numlocal is None:
         raise CommandError(b"ERR value is not an integer or out of range")
@@ -452,10 +456,12 @@ def waitaof(c: Client, argv: list[bytes]) -> bytes:
     if numreplicas is None or numreplicas < 0:
         raise CommandError(b"ERR value is out of range, must be positive")
     deadline = _ms_deadline(c, argv[3])
-    acklocal = 1 if c.server.aof is not None else 0
-    if numlocal and not acklocal:
+    server = c.server
+    if numlocal and server.aof is None:
         raise CommandError(b"ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
-    reply = b"*2\r\n:%d\r\n:0\r\n" % acklocal
+    offsets = server.aof_offsets
+    acklocal = 1 if server.aof is not None and offsets.synced >= c.woff else 0
     if (numreplicas <= 0 and acklocal >= numlocal) or not may_block(c):
-        return reply
-    c.server.blocking.block(c, [], type(None), deadline, reply)
+        return ack_reply(acklocal)
+    offsets.waiters.add(c)
+    server.blocking.block(c, [], AofAck, deadline, ack_reply(acklocal), data=(c.woff, numlocal, numreplicas))

@@ -47,7 +47,7 @@ class Client:
         "subscriptions", "pushed", "blocked",
         "track", "hooks", "reply_off", "reply_skip", "reply_skip_next",
         "readonly", "import_source", "capa_redirect", "fast_map", "fast_name", "fast_cmd", "lua_debug",
-        "mem_usage", "mem_bucket",
+        "mem_usage", "mem_bucket", "woff",
     )
 
     def __init__(self, server: Server, id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -96,6 +96,8 @@ class Client:
         self.mem_usage = 0
         self.mem_bucket = -1
         self.no_touch = False
+        # The count of writes logged after this client's last one (WAITAOF: persist/acks.py).
+        self.woff = 0
         self.readonly = False  # READONLY: shown as flag r; no cluster to route
         self.import_source = False  # CLIENT IMPORT-SOURCE ON: shown as flag I
         self.capa_redirect = False  # CLIENT CAPA redirect: shown as capa=r

@@ -112,9 +112,8 @@ class Aof:
         self.current_size = self._sizes()
         self.base_size = self.current_size - os.fstat(self.fd).st_size
         self.selected = -1
-        if self.policy == "everysec":
-            self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
-            self.thread.start()
+        self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
+        self.thread.start()
 
     def open_waiting(self, manifest: mf.Manifest) -> None:
         """Start logging at run time (CONFIG SET appendonly yes): the files
@@ -125,9 +124,8 @@ class Aof:
         self.waiting = True
         self.fd = -1
         self.selected = -1
-        if self.policy == "everysec":
-            self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
-            self.thread.start()
+        self.thread = threading.Thread(target=self._fsync_loop, name="aof-fsync", daemon=True)
+        self.thread.start()
 
     def temp_incr_name(self) -> str:
         """Valkey's getTempIncrAofName: where records wait for the first base."""
@@ -196,6 +194,9 @@ class Aof:
                 self.unit.append((dbid, e))
         if self.depth == 0:
             self.close_unit()
+        offsets = self.server.aof_offsets
+        offsets.fed += 1
+        c.woff = offsets.fed
 
     def add(self, dbid: int, commands: list[list[bytes]]) -> None:
         """Effects written by a job-core plan (closed by the verb's feed)."""
@@ -333,6 +334,9 @@ class Aof:
                     self._release()
                 return
             self._write(data)
+            if self.depth == 0:  # a unit still open (a busy script's) is not in data yet
+                offsets = self.server.aof_offsets
+                offsets.written = offsets.fed
             if fsync is None:
                 fsync = self.policy == "always"
             if fsync:
@@ -370,17 +374,25 @@ class Aof:
             refresh_disk_error(self.server)
 
     def fsync(self) -> None:
+        """fsync the file (any thread); the writes handed to it before are
+        then acknowledged to WAITAOF, unless the log still waits for its
+        first base (the file is a temporary one)."""
+        offsets = self.server.aof_offsets
         with self.lock:
+            target = offsets.written
             if self.fd >= 0:
                 os.fsync(self.fd)
                 self.fsyncs += 1
+                if not self.waiting:
+                    offsets.synced_to(target)
             self.unsynced = False
             self.last_fsync = time.monotonic()
 
     def _fsync_loop(self) -> None:
-        """everysec: at most one second of writes is only in the page cache."""
+        """everysec: at most one second of writes is only in the page cache.
+        Runs under every policy (CONFIG SET appendfsync switches it)."""
         while not self.stop.wait(1.0):
-            if self.unsynced:
+            if self.unsynced and self.policy == "everysec":
                 try:
                     self.fsync()
                 except OSError as e:  # pragma: no cover - disk trouble

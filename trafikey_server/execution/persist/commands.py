@@ -118,5 +118,17 @@ def aof_size_fields(s: PersistHost) -> list[tuple[str, int | str]]:
     return [] if s.aof is None else list(s.aof.info().items())
 
 
+def apply_appendfsync(server: PersistHost, value: str) -> None:
+    """The running log takes the policy at once; switching to always
+    fsyncs what is written and not yet synced (Valkey's next flush would)."""
+    aof = server.aof
+    if aof is None:
+        return
+    aof.policy = value
+    if value == "always" and aof.unsynced:
+        aof.flush(fsync=True)
+
+
 register_apply("appendonly", apply_appendonly)
+register_apply("appendfsync", apply_appendfsync)
 register_apply("aof-disable-auto-gc", apply_auto_gc)

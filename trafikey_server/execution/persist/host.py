@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ...util.clock import Clock
     from ...util.log import Log
     from ..scripting.engine import Engine
+    from .acks import AofOffsets
     from .aof import Aof
     from .loading import Loading
     from .oneoff import OneOffRewrite
@@ -35,6 +36,7 @@ class PersistHost(ValueHost, MemoryLimitHost, ForkHost, Protocol):
     types' loaders read of it too."""
 
     aof: Aof | None
+    aof_offsets: AofOffsets
     clock: Clock
     config: Config
     dbs: list[Db]

@@ -299,7 +299,9 @@ class Rewriter(RewriteChild):
             log.notice(f"Successfully renamed the temporary AOF incr file {aof.temp_incr_name()} into {part.name}")
         m.retire_incrs(keep_last=True)
         mf.store(m, aof.dirname, aof.filename)
-        aof.waiting = False
+        if aof.waiting:
+            aof.waiting = False
+            self.server.aof_offsets.everything_synced()  # the base holds every write so far
         mf.collect_history(m, aof.dirname, aof.filename, self.server.config.values, log)
         aof.base_size = os.path.getsize(os.path.join(aof.dirname, base.name))
         aof.current_size = aof._sizes()

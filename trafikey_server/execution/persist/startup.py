@@ -61,6 +61,7 @@ def stop_logging(server: PersistHost) -> None:
     if aof.rewriter.scheduled:
         aof.rewriter.scheduled = False
         server.log.notice("AOF was disabled but there is a scheduled AOF background, cancel it.")
+    server.aof_offsets.log_off()  # before the last fsync, which would acknowledge them
     aof.close()
 
 
