@@ -418,6 +418,7 @@ def _apply_limits(server: SettingsHost, value: int) -> None:
 
 
 _apply_appendonly = _registered("appendonly")
+_apply_appendfsync = _registered("appendfsync")
 _apply_auto_gc = _registered("aof-disable-auto-gc")
 _apply_maxmemory = _registered("maxmemory")
 _apply_policy = _registered("maxmemory-policy")
@@ -619,7 +620,7 @@ def _options() -> list[Option]:
     B("aof-rewrite-incremental-fsync", True),
     B("aof-timestamp-enabled", False),
     B("aof-use-rdb-preamble", True),
-    E("appendfsync", "everysec", ("everysec", "always", "no")),
+    E("appendfsync", "everysec", ("everysec", "always", "no"), apply=_apply_appendfsync),
     B("appendonly", False, apply=_apply_appendonly),
     M("auto-aof-rewrite-min-size", 67108864, 0, 9223372036854775807),
     N("auto-aof-rewrite-percentage", 100, 0, 2147483647),

@@ -38,16 +38,17 @@ def _steps(p: Proc) -> list[object]:
     _until(lambda: _rewrite_done(w), "the first base never came")
     out: list[object] = []
     # appendfsync no: nothing fsyncs, so the wait times out with no local copy
+    # (longer than everysec's second, which must not be what runs)
     out.append(w.call("CONFIG", "SET", "appendfsync", "no"))
     w.call("INCR", "foo")
-    out.append(w.call("WAITAOF", "1", "0", "50"))
+    out.append(w.call("WAITAOF", "1", "0", "1500"))
     # everysec fsyncs within a second; always at once
     out.append(w.call("CONFIG", "SET", "appendfsync", "everysec"))
     w.call("INCR", "foo")
     out.append(w.call("WAITAOF", "1", "0", "0"))
     out.append(w.call("CONFIG", "SET", "appendfsync", "always"))
     w.call("INCR", "foo")
-    out.append(w.call("WAITAOF", "1", "0", "0"))
+    out.append(w.call("WAITAOF", "1", "0", "1"))  # fsynced before INCR's reply: no wait
     # a waiting client is refused when the log goes off
     out.append(w.call("CONFIG", "SET", "appendfsync", "no"))
     rd = Wire(p.port, timeout=30)
